@@ -1,0 +1,64 @@
+// agenthost/mapper/event_mapper.hpp — the interface every agent mapper implements.
+//
+// A mapper is a sans-I/O state machine: the provider feeds it the agent's stdout lines, one at a time, and tells it
+// how the run ended; it appends contract messages (agenthost/transport/message.hpp) to an output vector. It never
+// reads, writes, sleeps or spawns. All invariants of the contract (one terminal, last; every tool.call closed;
+// session first) are the mapper's job, so that providers stay glue.
+//
+// Thread safety: a mapper instance is used by one thread at a time. Cost: O(total input), no per-line DOM.
+#pragma once
+
+#include <agenthost/process/exit_status.hpp>
+#include <agenthost/transport/message.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agenthost::mapper {
+
+/// How the agent's run ended, as the provider saw it. Exactly one of the flags/fields describes the cause.
+struct run_end {
+  /// The agent leader's exit status; nullopt when the process was not waited for (cancelled, timeout).
+  std::optional<process::exit_status> status{};
+  /// The caller cancelled: the terminal is terminal.cancelled, whatever the agent printed before.
+  bool cancelled = false;
+  /// A watchdog fired: "first_event", "idle" or "deadline"; the terminal is terminal.failed (reason "timeout").
+  std::optional<std::string> timeout{};
+  /// The last bytes the agent wrote to stderr (bounded by the process layer); copied into terminal.failed.
+  std::string stderr_tail{};
+};
+
+/// Counters a mapper keeps; useful for diagnostics and benchmarks.
+struct mapper_stats {
+  std::size_t lines = 0;          ///< lines fed
+  std::size_t bytes = 0;          ///< bytes fed (without newlines)
+  std::size_t invalid_lines = 0;  ///< lines that were not valid events (also kept, bounded, for invalid_output_lines)
+};
+
+class event_mapper {
+ public:
+  virtual ~event_mapper() = default;
+
+  /// Feed one stdout line (no trailing '\n' or '\r'). Appends zero or more messages to `out`. Never throws on bad
+  /// input: malformed lines are recorded (bounded) and reported in terminal.failed `invalid_output_lines`.
+  virtual void on_line(std::string_view line, std::vector<transport::message>& out) = 0;
+
+  /// The process layer dropped a line longer than the maximum; `head` is its beginning, `total_bytes` its length.
+  virtual void on_oversize_line(std::string_view head, std::size_t total_bytes, std::vector<transport::message>& out) = 0;
+
+  /// True once the agent has printed what the mapper considers its final event (the provider then gives the process
+  /// a short grace to exit before stopping it). The terminal message itself is only emitted by finish().
+  [[nodiscard]] virtual bool agent_finished() const noexcept = 0;
+
+  /// The run is over: closes open tool calls, flushes buffered thinking and appends exactly one terminal.* message.
+  /// Idempotent: a second call appends nothing.
+  virtual void finish(const run_end& end, std::vector<transport::message>& out) = 0;
+
+  [[nodiscard]] virtual const mapper_stats& stats() const noexcept = 0;
+};
+
+}  // namespace agenthost::mapper
