@@ -1,0 +1,140 @@
+// agenthost/process/line_framer.hpp — sans-I/O splitting of a byte stream into lines.
+//
+// Rules: split on '\n' only (UTF-8 never contains 0x0A inside a character, so characters split across reads are
+// safe); strip one trailing '\r'; strip a UTF-8 BOM at the start of the stream; deliver an unterminated last line at
+// finish(). A line longer than `max_line_bytes` is never buffered whole: its first `oversize_head_bytes` are kept and
+// it is delivered as an oversize event with its total length; the lines after it are intact. Memory is bounded by
+// max_line_bytes plus the largest chunk committed.
+//
+// The framer owns the read buffer (like an Asio dynamic buffer): prepare() hands out space to read into, commit()
+// scans what was read. Lines are views into that buffer — no copy, also for lines spanning several reads — valid until
+// the next prepare(), feed() or finish(). Each byte is moved at most once. Thread safety: none (one owner).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agenthost::process {
+
+/// One framed line.
+struct line_view {
+  /// The line without '\n' / "\r\n"; for an oversize line, its head only.
+  std::string_view text{};
+  /// True when the line exceeded the maximum; `text` is then its head.
+  bool oversize = false;
+  /// Length of the whole line in bytes as written (without the newline and a trailing '\r').
+  std::size_t total_bytes = 0;
+};
+
+class line_framer {
+ public:
+  explicit line_framer(std::size_t max_line_bytes = std::size_t{64} << 20,
+                       std::size_t oversize_head_bytes = std::size_t{4} << 10)
+      : max_line_bytes_(max_line_bytes), oversize_head_bytes_(oversize_head_bytes) {}
+
+  /// Space for at least `n` more bytes; invalidates the views handed out before.
+  std::span<char> prepare(std::size_t n) {
+    if (begin_ > 0) {  // drop consumed lines; the partial line moves to the front once
+      std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+      scan_ -= begin_;
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (buf_.size() < end_ + n) buf_.resize(end_ + n);
+    return {buf_.data() + end_, n};
+  }
+
+  /// `n` bytes were written at the start of the last prepare()'s span: calls on_line(line_view) per complete line.
+  template <class OnLine>
+  void commit(std::size_t n, OnLine&& on_line) {
+    end_ += n;
+    while (scan_ < end_) {
+      const void* nl = std::memchr(buf_.data() + scan_, '\n', end_ - scan_);
+      if (nl == nullptr) break;
+      const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - buf_.data());
+      emit({buf_.data() + begin_, pos - begin_}, on_line);
+      begin_ = scan_ = pos + 1;
+    }
+    scan_ = end_;
+    if (end_ - begin_ > max_line_bytes_ || (oversize_ && end_ > begin_)) spill_to_oversize();
+  }
+
+  /// Convenience: copy `chunk` in and commit it.
+  template <class OnLine>
+  void feed(std::string_view chunk, OnLine&& on_line) {
+    auto space = prepare(chunk.size());
+    if (!chunk.empty()) std::memcpy(space.data(), chunk.data(), chunk.size());
+    commit(chunk.size(), on_line);
+  }
+
+  /// End of stream: delivers the unterminated last line, if any, and resets for a new stream.
+  template <class OnLine>
+  void finish(OnLine&& on_line) {
+    if (oversize_ || end_ > begin_) emit({buf_.data() + begin_, end_ - begin_}, on_line);
+    begin_ = end_ = scan_ = 0;
+    oversize_ = false;
+    stream_start_ = true;
+  }
+
+  /// Bytes held for the current incomplete line (its head only, in oversize mode).
+  [[nodiscard]] std::size_t buffered_bytes() const noexcept { return oversize_ ? head_.size() : end_ - begin_; }
+
+ private:
+  template <class OnLine>
+  void emit(std::string_view text, OnLine& on_line) {
+    if (oversize_) {
+      oversize_total_ += text.size();
+      if (head_.size() < oversize_head_bytes_) head_.append(text.substr(0, oversize_head_bytes_ - head_.size()));
+      std::size_t total = oversize_total_;
+      if (!text.empty() && text.back() == '\r') --total;
+      oversize_ = false;
+      on_line(line_view{strip_bom(head_), true, total});
+      return;
+    }
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    text = strip_bom(text);
+    if (text.size() > max_line_bytes_) {
+      on_line(line_view{text.substr(0, oversize_head_bytes_), true, text.size()});
+    } else {
+      on_line(line_view{text, false, text.size()});
+    }
+  }
+
+  std::string_view strip_bom(std::string_view text) {
+    if (stream_start_) {
+      stream_start_ = false;
+      if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+    }
+    return text;
+  }
+
+  // The current line is too long: keep its head, drop the rest, count it.
+  void spill_to_oversize() {
+    const std::string_view part{buf_.data() + begin_, end_ - begin_};
+    if (!oversize_) {
+      oversize_ = true;
+      head_.clear();
+      oversize_total_ = 0;
+    }
+    if (head_.size() < oversize_head_bytes_) head_.append(part.substr(0, oversize_head_bytes_ - head_.size()));
+    oversize_total_ += part.size();
+    begin_ = end_ = scan_ = 0;
+  }
+
+  std::size_t max_line_bytes_;
+  std::size_t oversize_head_bytes_;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0;  // start of the current (incomplete) line
+  std::size_t end_ = 0;    // end of valid data
+  std::size_t scan_ = 0;   // bytes before this were searched for '\n'
+  bool oversize_ = false;  // the current line exceeded the maximum; head_ holds its beginning
+  std::string head_;
+  std::size_t oversize_total_ = 0;
+  bool stream_start_ = true;
+};
+
+}  // namespace agenthost::process

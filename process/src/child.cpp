@@ -1,0 +1,829 @@
+// The Asio glue of a child process tree. Ownership: `child` holds a shared_ptr<impl>; every pending internal
+// operation holds one too, so the impl outlives the `child` until the operations were aborted by shutdown().
+#include <agenthost/process/child.hpp>
+
+#include "detail/reaper_protocol.hpp"
+#include "detail/unique_fd.hpp"
+#include "linux/proc_tree.hpp"
+#include "posix/spawn.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <deque>
+#include <list>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace agenthost::process {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+using detail::unique_fd;
+
+namespace {
+
+template <class Sig>
+using handler_t = asio::any_completion_handler<Sig>;
+
+template <class Sig, class Executor, class... Args>
+void post_completion_keep_slot(handler_t<Sig> h, const Executor& fallback, Args... args) {
+  // Post to our executor first (never complete inline), then hop to the handler's associated executor.
+  asio::post(fallback, [h = std::move(h), fallback, ... args = std::move(args)]() mutable {
+    auto ex = asio::get_associated_executor(h, fallback);
+    asio::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable { std::move(h)(std::move(args)...); });
+  });
+}
+
+// Completes `h` on its associated executor (never inline from the initiating function). The cancellation slot is
+// cleared first, except from inside the slot's own handler, where clearing would destroy the running function.
+template <class Sig, class Executor, class... Args>
+void post_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
+  asio::get_associated_cancellation_slot(h).clear();
+  post_completion_keep_slot(std::move(h), fallback, std::move(args)...);
+}
+
+// waitid(P_PIDFD, WNOHANG): the status, or nullopt while the process runs. ECHILD (someone else reaped it: a host
+// that ignores SIGCHLD, or calls waitpid(-1)) gives unknown_status.
+std::optional<exit_status> try_reap(int pidfd) {
+  siginfo_t info{};
+  for (;;) {
+    if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG) == 0) break;
+    if (errno == EINTR) continue;
+    return exit_status{unknown_status{}};
+  }
+  if (info.si_pid == 0) return std::nullopt;
+  switch (info.si_code) {
+    case CLD_EXITED: return exit_status{exited{info.si_status}};
+    case CLD_KILLED: return exit_status{signaled{info.si_status, false}};
+    case CLD_DUMPED: return exit_status{signaled{info.si_status, true}};
+    default: return exit_status{unknown_status{}};
+  }
+}
+
+bool poll_readable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  const auto deadline = clock_type::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return false;
+  }
+}
+
+}  // namespace
+
+struct child::impl : std::enable_shared_from_this<impl> {
+  struct waiter {
+    std::uint64_t id = 0;
+    handler_t<void(error_code, exit_status)> handler;
+  };
+  std::uint64_t next_waiter_id = 1;
+  struct pending_write {
+    std::string data;
+    handler_t<void(error_code, std::size_t)> handler;
+  };
+
+  executor_type ex;
+  spawn_options opts;
+  containment_kind mode = containment_kind::session;
+  int agent_pid = -1;
+  int direct_pid = -1;       // the reaper, or the agent in session mode
+  unique_fd direct_pidfd;    // pins direct_pid: no PID-reuse race for signals and waits
+  asio::posix::stream_descriptor pidfd_watch;  // a dup of direct_pidfd, for readiness
+  asio::posix::stream_descriptor out;
+  asio::posix::stream_descriptor err;
+  asio::local::stream_protocol::socket in;     // a socket, not a pipe: send() uses MSG_NOSIGNAL, so no SIGPIPE
+  asio::posix::stream_descriptor control;      // reaper mode: SOCK_SEQPACKET
+  asio::steady_timer stop_timer;
+
+  // stdout
+  line_framer framer;
+  std::vector<line_view> batch;
+  bool out_eof = false;
+  bool reading = false;
+  // stderr
+  std::vector<char> err_buf;
+  std::string err_tail;
+  std::uint64_t err_total = 0;
+  // lifecycle
+  std::optional<exit_status> leader_status;
+  clock_type::time_point leader_exit_time{};
+  bool direct_reaped = false;
+  bool tree_gone = false;
+  bool shut_down = false;
+  std::list<waiter> waiters;
+  // stdin
+  std::deque<pending_write> writes;
+  bool stdin_open = false;
+  // stop
+  bool stopping = false;
+  stop_policy policy;
+  clock_type::time_point stop_start{};
+  stop_phase phase = stop_phase::already_gone;
+  std::vector<handler_t<void(error_code, stop_report)>> stop_handlers;
+  std::vector<detail::proc_entry> known_members;  // session mode: every member ever seen
+
+  explicit impl(executor_type e, spawn_options o)
+      : ex(std::move(e)),
+        opts(std::move(o)),
+        pidfd_watch(ex),
+        out(ex),
+        err(ex),
+        in(ex),
+        control(ex),
+        stop_timer(ex),
+        framer(opts.max_line_bytes, opts.oversize_head_bytes) {}
+
+  void log(log_level l, const std::string& m) const { opts.log.log(l, m); }
+
+  // ---- event sources --------------------------------------------------------------------------------------------
+
+  void start_background() {
+    drain_stderr();
+    watch_direct_child();
+    if (mode == containment_kind::reaper) read_control();
+  }
+
+  void drain_stderr() {
+    err_buf.resize(64 * 1024);
+    err.async_read_some(asio::buffer(err_buf), [self = shared_from_this()](error_code ec, std::size_t n) {
+      if (n > 0) self->append_stderr(std::string_view(self->err_buf.data(), n));
+      if (!ec) self->drain_stderr();
+    });
+  }
+
+  void append_stderr(std::string_view s) {
+    err_total += s.size();
+    const std::size_t cap = opts.stderr_tail_bytes;
+    if (s.size() >= cap) {
+      err_tail.assign(s.substr(s.size() - cap));
+      return;
+    }
+    err_tail.append(s);
+    // Trim in batches so a flood of small writes costs amortized O(1) per byte.
+    if (err_tail.size() > 2 * cap) err_tail.erase(0, err_tail.size() - cap);
+  }
+
+  std::string stderr_tail() const {
+    const std::size_t cap = opts.stderr_tail_bytes;
+    return err_tail.size() > cap ? err_tail.substr(err_tail.size() - cap) : err_tail;
+  }
+
+  void watch_direct_child() {
+    pidfd_watch.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](error_code ec) {
+      if (ec) return;
+      self->on_direct_child_exit();
+    });
+  }
+
+  void on_direct_child_exit() {
+    if (direct_reaped) return;
+    auto status = try_reap(direct_pidfd.get());
+    if (!status) {  // spurious wakeup
+      watch_direct_child();
+      return;
+    }
+    direct_reaped = true;
+    if (mode == containment_kind::session) {
+      set_leader_status(*status);
+      if (stopping) stop_timer.cancel();  // re-check the tree now
+    } else {
+      // The reaper is gone. Normally it said "exit" and "empty" first; if it died (crash, SIGKILL) we cannot know
+      // the tree is gone — the stop's kill phase sweeps from here.
+      if (!leader_status) set_leader_status(unknown_status{});
+      if (!tree_gone) log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status->to_string());
+      if (status->success()) set_tree_gone();
+    }
+  }
+
+  void read_control() {
+    control.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](error_code ec) {
+      if (ec) return;
+      self->on_control_readable();
+    });
+  }
+
+  void on_control_readable() {
+    for (;;) {
+      char buf[128];
+      const ssize_t n = ::recv(control.native_handle(), buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        handle_control_message(std::string_view(buf, static_cast<std::size_t>(n)));
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      // EOF: the reaper exited (it closes the socket only by exiting).
+      error_code ignored;
+      control.close(ignored);
+      if (!direct_reaped) {
+        // It is exiting; the pidfd becomes readable momentarily.
+        return;
+      }
+      return;
+    }
+    read_control();
+  }
+
+  void handle_control_message(std::string_view msg) {
+    auto number = [&](std::string_view prefix) -> std::optional<int> {
+      if (msg.substr(0, prefix.size()) != prefix) return std::nullopt;
+      int v = 0;
+      auto rest = msg.substr(prefix.size());
+      auto [p, e] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+      if (e != std::errc{}) return std::nullopt;
+      return v;
+    };
+    if (auto st = number("exit ")) {
+      set_leader_status(exit_status::from_wait_status(*st));
+    } else if (msg == "empty") {
+      set_tree_gone();
+    } else {
+      log(log_level::warn, "unexpected message from agenthost-reaper: " + std::string(msg));
+    }
+  }
+
+  void set_leader_status(exit_status s) {
+    if (leader_status) return;
+    leader_status = s;
+    leader_exit_time = clock_type::now();
+    stdin_open = stdin_open && !shut_down;
+    auto list = std::move(waiters);
+    waiters.clear();
+    for (auto& w : list) post_completion(std::move(w.handler), ex, error_code{}, s);
+  }
+
+  void set_tree_gone() {
+    if (tree_gone) return;
+    tree_gone = true;
+    if (stopping) stop_timer.cancel();
+  }
+
+  // ---- stdout -------------------------------------------------------------------------------------------------
+
+  void read_lines(handler_t<void(error_code, line_batch)> h) {
+    if (reading) return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
+    batch.clear();
+    if (out_eof || shut_down)
+      return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
+    reading = true;
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected()) {
+      slot.assign([w = weak_from_this()](asio::cancellation_type) {
+        if (auto self = w.lock()) {
+          error_code ignored;
+          self->out.cancel(ignored);
+        }
+      });
+    }
+    read_more(std::move(h));
+  }
+
+  void read_more(handler_t<void(error_code, line_batch)> h) {
+    auto space = framer.prepare(opts.read_chunk_bytes);
+    out.async_read_some(asio::buffer(space.data(), space.size()),
+                        [self = shared_from_this(), h = std::move(h)](error_code ec, std::size_t n) mutable {
+                          self->on_stdout(ec, n, std::move(h));
+                        });
+  }
+
+  void on_stdout(error_code ec, std::size_t n, handler_t<void(error_code, line_batch)> h) {
+    framer.commit(n, [this](const line_view& l) { batch.push_back(l); });
+    if (ec == asio::error::operation_aborted || (ec && shut_down)) {
+      reading = false;
+      if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+      return post_completion(std::move(h), ex, error_code(asio::error::operation_aborted), line_batch{});
+    }
+    if (ec) {  // EOF (or an error, treated as EOF: nothing more can come)
+      if (ec != asio::error::eof) log(log_level::warn, "reading the agent's stdout failed: " + ec.message());
+      out_eof = true;
+      framer.finish([this](const line_view& l) { batch.push_back(l); });
+      reading = false;
+      if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+      return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
+    }
+    if (batch.empty()) return read_more(std::move(h));
+    reading = false;
+    post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+  }
+
+  // ---- stdin --------------------------------------------------------------------------------------------------
+
+  void write_stdin(asio::const_buffer data, handler_t<void(error_code, std::size_t)> h) {
+    if (opts.stdin_mode != stdin_kind::pipe)
+      return post_completion(std::move(h), ex, make_error_code(errc::stdin_not_piped), std::size_t{0});
+    if (!stdin_open) return post_completion(std::move(h), ex, make_error_code(errc::stdin_closed), std::size_t{0});
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected()) {
+      slot.assign([w = weak_from_this()](asio::cancellation_type) {
+        if (auto self = w.lock()) {
+          error_code ignored;
+          self->in.cancel(ignored);
+        }
+      });
+    }
+    writes.push_back({std::string(static_cast<const char*>(data.data()), data.size()), std::move(h)});
+    if (writes.size() == 1) write_next();
+  }
+
+  void write_next() {
+    if (writes.empty()) return;
+    asio::async_write(in, asio::buffer(writes.front().data), [self = shared_from_this()](error_code ec, std::size_t n) {
+      auto w = std::move(self->writes.front());
+      self->writes.pop_front();
+      if (ec == asio::error::broken_pipe || ec == asio::error::connection_reset || ec == asio::error::bad_descriptor ||
+          (ec && !self->stdin_open)) {
+        ec = make_error_code(errc::stdin_closed);
+      }
+      post_completion(std::move(w.handler), self->ex, ec, n);
+      if (ec == errc::stdin_closed) {
+        // Everything queued behind fails the same way.
+        auto rest = std::move(self->writes);
+        self->writes.clear();
+        for (auto& r : rest) post_completion(std::move(r.handler), self->ex, ec, std::size_t{0});
+        return;
+      }
+      self->write_next();
+    });
+  }
+
+  void close_stdin() noexcept {
+    if (!stdin_open) return;
+    stdin_open = false;
+    error_code ignored;
+    in.shutdown(asio::socket_base::shutdown_send, ignored);
+    in.close(ignored);  // pending writes complete with operation_aborted → stdin_closed
+  }
+
+  // ---- signals and tree ---------------------------------------------------------------------------------------
+
+  std::vector<detail::proc_entry> scan_members() {
+    const auto all = detail::scan_processes();
+    if (mode == containment_kind::reaper) return detail::tree_members(all, direct_pid, false, 0);
+    // Session mode: the agent's session and everything below it, plus members seen before that since reparented.
+    auto now = detail::tree_members(all, agent_pid, !direct_reaped, agent_pid);
+    for (const auto& k : known_members) {
+      auto sub = detail::tree_members(all, k.pid, true, 0);
+      for (const auto& s : sub) {
+        if (s.pid == k.pid && s.start_time != k.start_time) continue;  // recycled pid
+        if (std::none_of(now.begin(), now.end(), [&](const auto& m) { return m.pid == s.pid; })) now.push_back(s);
+      }
+    }
+    for (const auto& m : now) {
+      if (m.pid == agent_pid) continue;  // the leader is pinned by its pidfd
+      if (std::none_of(known_members.begin(), known_members.end(), [&](const auto& k) { return k.pid == m.pid; }))
+        known_members.push_back(m);
+    }
+    return now;
+  }
+
+  error_code send_signal(int sig, signal_target target) noexcept {
+    if (tree_gone || (mode == containment_kind::session && direct_reaped && target == signal_target::leader))
+      return make_error_code(errc::not_running);
+    if (mode == containment_kind::reaper) {
+      if (!control.is_open()) return make_error_code(errc::not_running);
+      const char* what = target == signal_target::leader ? "leader" : target == signal_target::group ? "group" : "tree";
+      const std::string msg = std::string("signal ") + what + " " + std::to_string(sig);
+      if (::send(control.native_handle(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        return {errno, boost::system::system_category()};
+      return {};
+    }
+    switch (target) {
+      case signal_target::leader:
+        if (detail::pidfd_send_signal(direct_pidfd.get(), sig) != 0) return {errno, boost::system::system_category()};
+        return {};
+      case signal_target::group:
+        // The agent leads its own session and group; the group id is not recycled while the group has members.
+        if (::kill(-agent_pid, sig) != 0 && errno != ESRCH) return {errno, boost::system::system_category()};
+        if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), 0);
+        return {};
+      case signal_target::tree:
+        if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), sig);
+        for (const auto& m : scan_members())
+          if (m.pid != agent_pid) detail::signal_process(m, sig);
+        return {};
+    }
+    return {};
+  }
+
+  // Session mode: SIGKILL everything we can find; true when nothing is left.
+  bool session_kill_sweep() {
+    if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
+    auto members = scan_members();
+    for (const auto& m : members)
+      if (m.pid != agent_pid) detail::signal_process(m, SIGKILL);
+    return members.empty() && direct_reaped;
+  }
+
+  bool session_tree_gone() {
+    if (!direct_reaped) {
+      if (auto st = try_reap(direct_pidfd.get())) {
+        direct_reaped = true;
+        set_leader_status(*st);
+      }
+    }
+    return direct_reaped && scan_members().empty();
+  }
+
+  // ---- the three-phase stop -------------------------------------------------------------------------------------
+
+  void stop(stop_policy p, handler_t<void(error_code, stop_report)> h) {
+    stop_handlers.push_back(std::move(h));
+    if (stopping) return;  // joins the running stop
+    stopping = true;
+    policy = std::move(p);
+    stop_start = clock_type::now();
+    if (tree_gone || (mode == containment_kind::session && session_tree_gone())) {
+      tree_gone = true;
+      phase = stop_phase::already_gone;
+      return finish_stop({});
+    }
+    phase = stop_phase::interrupt;
+    if (!policy.interrupt_bytes.empty() && stdin_open && opts.stdin_mode == stdin_kind::pipe) {
+      // Best effort and never blocking: a full or closed stdin must not delay the stop.
+      (void)::send(in.native_handle(), policy.interrupt_bytes.data(), policy.interrupt_bytes.size(),
+                   MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    if (policy.close_stdin) close_stdin();
+    if (policy.interrupt_signal != 0) (void)send_signal(policy.interrupt_signal, policy.interrupt_target);
+    arm_stop_timer(policy.graceful_wait);
+  }
+
+  std::chrono::milliseconds stop_tick(clock_type::time_point deadline) const {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+    if (mode == containment_kind::reaper) return std::max(left, std::chrono::milliseconds{0});
+    // Session mode has no "tree empty" event: poll /proc.
+    return std::clamp(left, std::chrono::milliseconds{0}, std::chrono::milliseconds{10});
+  }
+
+  void arm_stop_timer(std::chrono::milliseconds phase_length) {
+    const auto deadline = clock_type::now() + phase_length;
+    wait_stop_timer(deadline);
+  }
+
+  void wait_stop_timer(clock_type::time_point deadline) {
+    stop_timer.expires_after(stop_tick(deadline));
+    stop_timer.async_wait([self = shared_from_this(), deadline](error_code) { self->on_stop_tick(deadline); });
+  }
+
+  void on_stop_tick(clock_type::time_point deadline) {
+    if (mode == containment_kind::session && !tree_gone && session_tree_gone()) tree_gone = true;
+    if (tree_gone) return finish_stop({});
+    if (mode == containment_kind::session && phase == stop_phase::kill) session_kill_sweep();
+    if (clock_type::now() < deadline) return wait_stop_timer(deadline);
+    if (phase == stop_phase::interrupt) {
+      phase = stop_phase::kill;
+      if (mode == containment_kind::reaper) {
+        if (control.is_open()) {
+          (void)::send(control.native_handle(), "kill", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
+        } else {
+          host_side_kill_sweep();
+        }
+      } else {
+        session_kill_sweep();
+      }
+      return arm_stop_timer(policy.kill_wait);
+    }
+    // Kill phase timed out: sweep once more ourselves and report what is left.
+    host_side_kill_sweep();
+    auto survivors = scan_members();
+    std::vector<int> pids;
+    for (const auto& s : survivors) pids.push_back(s.pid);
+    if (!direct_reaped && mode == containment_kind::session) pids.push_back(agent_pid);
+    if (pids.empty() && (mode == containment_kind::session || direct_reaped)) {
+      tree_gone = true;
+      return finish_stop({});
+    }
+    finish_stop(std::move(pids));
+  }
+
+  // The reaper is unresponsive or gone: kill what we can find below it ourselves.
+  void host_side_kill_sweep() {
+    if (mode == containment_kind::session) {
+      session_kill_sweep();
+      return;
+    }
+    for (const auto& m : scan_members()) detail::signal_process(m, SIGKILL);
+  }
+
+  void finish_stop(std::vector<int> survivors) {
+    error_code ignored;
+    stop_timer.cancel();
+    stop_report r;
+    r.phase = phase;
+    r.elapsed = clock_type::now() - stop_start;
+    if (leader_status && leader_exit_time > stop_start) r.leader_exit_after = leader_exit_time - stop_start;
+    r.leader_status = leader_status;
+    r.survivors = std::move(survivors);
+    const error_code ec = r.survivors.empty() ? error_code{} : make_error_code(errc::stop_incomplete);
+    if (!r.survivors.empty())
+      log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived");
+    auto handlers = std::move(stop_handlers);
+    stop_handlers.clear();
+    for (auto& h : handlers) post_completion(std::move(h), ex, ec, r);
+    // A later stop reports "already gone" (or tries again if something survived).
+    stopping = false;
+  }
+
+  // ---- destruction --------------------------------------------------------------------------------------------
+
+  // Bounded synchronous kill of the tree, then close everything (pending operations complete with
+  // operation_aborted).
+  void shutdown() noexcept {
+    if (shut_down) return;
+    shut_down = true;
+    const auto deadline = clock_type::now() + opts.destroy_timeout;
+    auto left = [&] {
+      return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()),
+                      std::chrono::milliseconds{0});
+    };
+    try {
+      if (mode == containment_kind::reaper) {
+        if (!direct_reaped) {
+          if (control.is_open()) (void)::send(control.native_handle(), "kill", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
+          if (!poll_readable(direct_pidfd.get(), left())) {
+            host_side_kill_sweep();
+            detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
+            poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500});
+          }
+          if (try_reap(direct_pidfd.get())) direct_reaped = true;
+        }
+      } else if (!tree_gone) {
+        while (!session_kill_sweep() && left().count() > 0) {
+          poll_readable(direct_pidfd.get(), std::chrono::milliseconds{5});
+          if (!direct_reaped) {
+            if (auto st = try_reap(direct_pidfd.get())) {
+              direct_reaped = true;
+              set_leader_status(*st);
+            }
+          }
+        }
+      }
+    } catch (...) {
+      // scan_members allocates; nothing here may escape a destructor.
+    }
+    tree_gone = tree_gone || direct_reaped;
+    error_code ignored;
+    stop_timer.cancel();
+    out.close(ignored);
+    err.close(ignored);
+    in.close(ignored);
+    control.close(ignored);
+    pidfd_watch.close(ignored);
+    stdin_open = false;
+    for (auto& w : waiters) post_completion(std::move(w.handler), ex, error_code(asio::error::operation_aborted),
+                                            leader_status.value_or(exit_status{}));
+    waiters.clear();
+  }
+};
+
+// ---- spawning ----------------------------------------------------------------------------------------------------
+
+namespace {
+
+spawn_error os_error(const std::string& what, int err) {
+  return {make_error_code(errc::spawn_failed), what + ": " + std::strerror(err)};
+}
+
+// Reads the reaper's first message: "started <pid>" or "spawn-failed <errno>".
+boost::system::result<int, spawn_error> await_reaper_start(int control_fd, const std::filesystem::path& exe) {
+  if (!poll_readable(control_fd, std::chrono::milliseconds{10000}))
+    return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper did not report within 10 s"};
+  char buf[128];
+  ssize_t n;
+  do n = ::recv(control_fd, buf, sizeof buf - 1, 0);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0) return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper exited before the agent started"};
+  buf[n] = '\0';
+  int v = 0;
+  if (std::sscanf(buf, "started %d", &v) == 1) return v;
+  if (std::sscanf(buf, "spawn-failed %d", &v) == 1) return os_error("spawning '" + exe.string() + "' failed", v);
+  return spawn_error{make_error_code(errc::reaper_failed), std::string("unexpected reaper message: ") + buf};
+}
+
+}  // namespace
+
+boost::system::result<child, spawn_error> child::spawn(executor_type executor, spawn_options options) {
+  // Resolve and check everything we can before creating any process, so each failure names its path.
+  std::string path_var;
+  if (auto it = options.env.set.find("PATH"); it != options.env.set.end()) {
+    path_var = it->second;
+  } else if (const char* p = std::getenv("PATH"); p != nullptr && options.env.inherit) {
+    path_var = p;
+  } else {
+    path_var = "/usr/local/bin:/usr/bin:/bin";
+  }
+  auto exe = detail::resolve_executable(options.executable, path_var);
+  if (!exe) return exe.error();
+  if (!options.working_directory.empty()) {
+    struct stat st {};
+    if (::stat(options.working_directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return spawn_error{make_error_code(errc::working_directory_not_found),
+                         "working directory not found: '" + options.working_directory.string() + "'"};
+  }
+  containment_kind mode = options.containment;
+  std::filesystem::path reaper;
+  if (mode != containment_kind::session) {
+    reaper = detail::find_reaper(options.reaper_path);
+    if (reaper.empty()) {
+      if (mode == containment_kind::reaper)
+        return spawn_error{make_error_code(errc::reaper_not_found),
+                           "agenthost-reaper not found" +
+                               (options.reaper_path.empty() ? std::string{}
+                                                            : " at '" + options.reaper_path.string() + "'")};
+      options.log.log(log_level::warn,
+                      "agenthost-reaper not found: falling back to session containment (setsid'd daemons may escape)");
+      mode = containment_kind::session;
+    } else {
+      mode = containment_kind::reaper;
+    }
+  }
+
+  // Pipes: the parent's ends are close-on-exec and non-blocking; the child's ends are moved above 2 (see
+  // move_above_stdio) and are closed here right after the spawn, so EOF arrives when the tree is gone.
+  int p[2];
+  unique_fd out_r, out_w, err_r, err_w, in_parent, in_child, ctl_parent, ctl_child;
+  if (::pipe2(p, O_CLOEXEC) != 0) return os_error("pipe2", errno);
+  out_r.reset(p[0]);
+  out_w.reset(p[1]);
+  if (::pipe2(p, O_CLOEXEC) != 0) return os_error("pipe2", errno);
+  err_r.reset(p[0]);
+  err_w.reset(p[1]);
+  if (options.stdin_mode == stdin_kind::pipe) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0) return os_error("socketpair", errno);
+    in_parent.reset(p[0]);
+    in_child.reset(p[1]);
+    ::shutdown(in_child.get(), SHUT_WR);  // the agent's stdin is read-only
+  } else {
+    in_child.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!in_child) return os_error("open /dev/null", errno);
+  }
+  if (mode == containment_kind::reaper) {
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) != 0) return os_error("socketpair", errno);
+    ctl_parent.reset(p[0]);
+    ctl_child.reset(p[1]);
+  }
+  out_w = detail::move_above_stdio(std::move(out_w));
+  err_w = detail::move_above_stdio(std::move(err_w));
+  in_child = detail::move_above_stdio(std::move(in_child));
+  if (ctl_child) ctl_child = detail::move_above_stdio(std::move(ctl_child));
+  if (!out_w || !err_w || !in_child || (mode == containment_kind::reaper && !ctl_child))
+    return os_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+
+  detail::spawn_request req;
+  const std::string argv0 = options.argv0.value_or(options.executable.string());
+  if (mode == containment_kind::reaper) {
+    req.executable = reaper;
+    req.argv = {detail::reaper_program_name, "--control-fd", "3", "--", exe->string(), argv0};
+    req.fd3 = ctl_child.get();
+  } else {
+    req.executable = *exe;
+    req.argv = {argv0};
+  }
+  req.argv.insert(req.argv.end(), options.args.begin(), options.args.end());
+  req.envp = detail::build_environment(options.env);
+  req.working_directory = options.working_directory;
+  req.stdin_fd = in_child.get();
+  req.stdout_fd = out_w.get();
+  req.stderr_fd = err_w.get();
+
+  int spawn_errno = 0;
+  const int pid_value = detail::spawn_process(req, spawn_errno);
+  const std::optional<int> pid = pid_value > 0 ? std::optional<int>(pid_value) : std::nullopt;
+  out_w.reset();
+  err_w.reset();
+  in_child.reset();
+  ctl_child.reset();
+  if (!pid) {
+    const std::string what = mode == containment_kind::reaper ? "spawning agenthost-reaper '" + reaper.string() + "'"
+                                                              : "spawning '" + exe->string() + "'";
+    return os_error(what + (options.working_directory.empty()
+                                ? std::string{}
+                                : " in '" + options.working_directory.string() + "'"),
+                    spawn_errno);
+  }
+  unique_fd pidfd{detail::pidfd_open(*pid)};
+  if (!pidfd) {
+    // Without a pidfd we cannot signal or wait without PID-reuse races; refuse rather than run unsafely.
+    const int e = errno;
+    ::kill(*pid, SIGKILL);
+    int st = 0;
+    ::waitpid(*pid, &st, 0);
+    return os_error("pidfd_open (Linux >= 5.3 required)", e);
+  }
+  int agent_pid = *pid;
+  if (mode == containment_kind::reaper) {
+    auto started = await_reaper_start(ctl_parent.get(), *exe);
+    if (!started) {
+      ctl_parent.reset();  // EOF makes the reaper kill whatever it started and exit
+      poll_readable(pidfd.get(), std::chrono::milliseconds{2000});
+      if (!try_reap(pidfd.get())) {
+        detail::pidfd_send_signal(pidfd.get(), SIGKILL);
+        siginfo_t info{};
+        ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd.get()), &info, WEXITED);
+      }
+      return started.error();
+    }
+    agent_pid = *started;
+  }
+
+  auto im = std::make_shared<impl>(std::move(executor), std::move(options));
+  im->mode = mode;
+  im->agent_pid = agent_pid;
+  im->direct_pid = *pid;
+  int watch = ::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 0);
+  im->direct_pidfd = std::move(pidfd);
+  error_code ec;
+  im->pidfd_watch.assign(watch, ec);
+  im->out.assign(out_r.release(), ec);
+  im->err.assign(err_r.release(), ec);
+  if (in_parent) {
+    im->in.assign(asio::local::stream_protocol(), in_parent.release(), ec);
+    im->stdin_open = true;
+  }
+  if (ctl_parent) im->control.assign(ctl_parent.release(), ec);
+  im->out.non_blocking(true, ec);
+  im->err.non_blocking(true, ec);
+  im->log(log_level::debug, "spawned " + im->opts.executable.string() + " as pid " + std::to_string(agent_pid) +
+                                (mode == containment_kind::reaper ? " under agenthost-reaper" : " (session mode)"));
+  im->start_background();
+  return child{std::move(im)};
+}
+
+// ---- child ---------------------------------------------------------------------------------------------------------
+
+child::child(std::shared_ptr<impl> p) noexcept : impl_(std::move(p)) {}
+child::child(child&&) noexcept = default;
+child& child::operator=(child&& o) noexcept {
+  if (this != &o) {
+    if (impl_) impl_->shutdown();
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
+child::~child() {
+  if (impl_) impl_->shutdown();
+}
+
+child::executor_type child::get_executor() const noexcept { return impl_->ex; }
+int child::pid() const noexcept { return impl_->agent_pid; }
+containment_kind child::containment() const noexcept { return impl_->mode; }
+std::string child::stderr_tail() const { return impl_->stderr_tail(); }
+std::uint64_t child::stderr_bytes() const noexcept { return impl_->err_total; }
+bool child::running() const noexcept { return !impl_->leader_status.has_value(); }
+void child::close_stdin() noexcept { impl_->close_stdin(); }
+boost::system::error_code child::send_signal(int signal, signal_target target) noexcept {
+  return impl_->send_signal(signal, target);
+}
+
+void child::read_lines_impl(asio::any_completion_handler<void(error_code, line_batch)> h) {
+  impl_->read_lines(std::move(h));
+}
+void child::write_stdin_impl(asio::const_buffer data, asio::any_completion_handler<void(error_code, std::size_t)> h) {
+  impl_->write_stdin(data, std::move(h));
+}
+void child::wait_impl(asio::any_completion_handler<void(error_code, exit_status)> h) {
+  if (impl_->leader_status) return post_completion(std::move(h), impl_->ex, error_code{}, *impl_->leader_status);
+  const std::uint64_t id = impl_->next_waiter_id++;
+  auto slot = asio::get_associated_cancellation_slot(h);
+  impl_->waiters.push_back(impl::waiter{id, std::move(h)});
+  if (slot.is_connected()) {
+    slot.assign([w = impl_->weak_from_this(), id](asio::cancellation_type) {
+      auto self = w.lock();
+      if (!self) return;
+      auto it = std::find_if(self->waiters.begin(), self->waiters.end(), [id](const auto& x) { return x.id == id; });
+      if (it == self->waiters.end()) return;
+      auto h2 = std::move(it->handler);
+      self->waiters.erase(it);
+      post_completion_keep_slot(std::move(h2), self->ex, error_code(asio::error::operation_aborted), exit_status{});
+    });
+  }
+}
+void child::stop_impl(stop_policy policy, asio::any_completion_handler<void(error_code, stop_report)> h) {
+  // Cleanup cannot be cancelled: detach the caller's cancellation slot from the stop.
+  asio::get_associated_cancellation_slot(h).clear();
+  impl_->stop(std::move(policy), std::move(h));
+}
+
+}  // namespace agenthost::process

@@ -1,0 +1,118 @@
+#include "proc_tree.hpp"
+
+#include "../detail/unique_fd.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
+namespace agenthost::process::detail {
+
+bool read_proc_entry(int pid, proc_entry& out) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC)};
+  if (!fd) return false;
+  char buf[1024];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+  //  priority nice num_threads itrealvalue starttime …" — comm may contain spaces and parentheses: use the last ')'.
+  const char* close = std::strrchr(buf, ')');
+  if (close == nullptr || close[1] == '\0') return false;
+  const char* p = close + 2;
+  out.pid = pid;
+  out.state = *p;
+  p += 1;
+  char* end = nullptr;
+  long fields[19] = {};
+  for (long& f : fields) {  // fields 4 … 22
+    f = std::strtol(p, &end, 10);
+    if (end == p) return false;
+    p = end;
+  }
+  out.ppid = static_cast<int>(fields[0]);
+  out.pgid = static_cast<int>(fields[1]);
+  out.sid = static_cast<int>(fields[2]);
+  out.start_time = static_cast<std::uint64_t>(std::strtoull(p, &end, 10));
+  return end != p;
+}
+
+std::vector<proc_entry> scan_processes() {
+  std::vector<proc_entry> result;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return result;
+  while (const dirent* d = ::readdir(dir)) {
+    if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
+    char* end = nullptr;
+    const long pid = std::strtol(d->d_name, &end, 10);
+    if (*end != '\0') continue;
+    proc_entry e;
+    if (read_proc_entry(static_cast<int>(pid), e)) result.push_back(e);
+  }
+  ::closedir(dir);
+  return result;
+}
+
+std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id) {
+  std::unordered_multimap<int, std::size_t> children;  // ppid -> index
+  children.reserve(all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) children.emplace(all[i].ppid, i);
+  std::vector<char> in(all.size(), 0);
+  std::vector<std::size_t> queue;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const bool is_root = all[i].pid == root;
+    if ((is_root && include_root) || (session_id > 0 && all[i].sid == session_id && !is_root)) {
+      in[i] = 1;
+      queue.push_back(i);
+    }
+  }
+  std::vector<int> frontier{root};
+  for (std::size_t i : queue) frontier.push_back(all[i].pid);
+  while (!frontier.empty()) {
+    const int parent = frontier.back();
+    frontier.pop_back();
+    auto [b, e] = children.equal_range(parent);
+    for (auto it = b; it != e; ++it) {
+      if (in[it->second] || all[it->second].pid == root) continue;
+      in[it->second] = 1;
+      frontier.push_back(all[it->second].pid);
+    }
+  }
+  std::vector<proc_entry> members;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (in[i] && all[i].state != 'Z' && all[i].state != 'X') members.push_back(all[i]);
+  return members;
+}
+
+int pidfd_open(int pid) noexcept { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+int pidfd_send_signal(int pidfd, int sig) noexcept {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+bool signal_process(const proc_entry& e, int sig) noexcept {
+  unique_fd pidfd{pidfd_open(e.pid)};
+  if (!pidfd) {
+    if (errno == ESRCH) return false;
+    // No pidfd support (seccomp, old kernel): plain kill after the identity check below is the best we can do.
+    proc_entry now;
+    if (!read_proc_entry(e.pid, now) || now.start_time != e.start_time) return false;
+    return ::kill(e.pid, sig) == 0;
+  }
+  proc_entry now;
+  if (!read_proc_entry(e.pid, now) || now.start_time != e.start_time) return false;  // pid was recycled
+  return pidfd_send_signal(pidfd.get(), sig) == 0;
+}
+
+}  // namespace agenthost::process::detail

@@ -1,0 +1,38 @@
+// Process-tree discovery from /proc (internal; Linux). Used by the reaper helper (where, as a subreaper, a parent-link
+// walk is complete) and by the session-containment fallback (where it is best effort).
+#pragma once
+
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+namespace agenthost::process::detail {
+
+struct proc_entry {
+  int pid = 0;
+  int ppid = 0;
+  int pgid = 0;
+  int sid = 0;
+  char state = '?';              // R, S, D, Z, T, …
+  std::uint64_t start_time = 0;  // field 22, clock ticks since boot: with the pid, identifies a process
+};
+
+/// Every process visible in /proc (races with exits are tolerated: vanished entries are skipped).
+std::vector<proc_entry> scan_processes();
+
+/// Reads /proc/<pid>/stat; false when the process is gone.
+bool read_proc_entry(int pid, proc_entry& out);
+
+/// Live (non-zombie) members of the tree: descendants of `root` by parent links (root excluded unless
+/// `include_root`), plus — when session_id > 0 — every process of that session and the descendants of those.
+std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id);
+
+/// pidfd_open / pidfd_send_signal through syscall(2): glibc 2.36's <sys/pidfd.h> lacks C++ linkage guards.
+int pidfd_open(int pid) noexcept;
+int pidfd_send_signal(int pidfd, int sig) noexcept;
+
+/// Signal `e` safely: open a pidfd, re-check that /proc still shows the same process (start time), then signal
+/// through the pidfd — so a recycled PID never receives it. Returns false when the process is gone.
+bool signal_process(const proc_entry& e, int sig) noexcept;
+
+}  // namespace agenthost::process::detail
