@@ -30,6 +30,10 @@ struct run_end {
   std::optional<std::string> timeout{};
   /// The last bytes the agent wrote to stderr (bounded by the process layer); copied into terminal.failed.
   std::string stderr_tail{};
+  /// The provider stopped the agent itself because it had not exited within the grace after agent_finished()
+  /// (pi can hang after its last event). The exit status (SIGTERM, 143…) then says nothing about the run: the
+  /// mapper decides from the events as if the agent had exited 0, and marks the terminal `stopped_after_finish`.
+  bool stopped_after_finish = false;
 };
 
 /// Counters a mapper keeps; useful for diagnostics and benchmarks.

@@ -1,0 +1,205 @@
+// Internal helpers around simdjson On-Demand.
+#include "ondemand_util.hpp"
+
+#include <cstdint>
+
+namespace agenthost::mapper::detail {
+namespace {
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+bool hex4(std::string_view s, std::size_t at, std::uint32_t& out) {
+  if (at + 4 > s.size()) return false;
+  std::uint32_t v = 0;
+  for (std::size_t i = at; i < at + 4; ++i) {
+    const char c = s[i];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= static_cast<std::uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f') v |= static_cast<std::uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') v |= static_cast<std::uint32_t>(c - 'A' + 10);
+    else return false;
+  }
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+bool lenient_unescape(std::string_view raw, std::string& out) {
+  if (raw.empty() || raw.front() != '"') return false;
+  // The token may carry trailing whitespace: find the closing quote from the end.
+  std::size_t end = raw.size();
+  while (end > 1 && raw[end - 1] != '"') --end;
+  if (end <= 1) return false;
+  const std::string_view body = raw.substr(1, end - 2);
+  out.clear();
+  out.reserve(body.size());
+  constexpr std::uint32_t kReplacement = 0xFFFD;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (++i >= body.size()) return false;
+    switch (body[i]) {
+      case '"': out += '"'; break;
+      case '\\': out += '\\'; break;
+      case '/': out += '/'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        std::uint32_t cp = 0;
+        if (!hex4(body, i + 1, cp)) return false;
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          std::uint32_t low = 0;
+          if (i + 2 < body.size() && body[i + 1] == '\\' && body[i + 2] == 'u' && hex4(body, i + 3, low) &&
+              low >= 0xDC00 && low <= 0xDFFF) {
+            i += 6;
+            append_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
+          } else {
+            append_utf8(out, kReplacement);
+          }
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          append_utf8(out, kReplacement);
+        } else {
+          append_utf8(out, cp);
+        }
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept {
+  const auto err = v.get_string().get(out);
+  if (err != simdjson::STRING_ERROR) return err;
+  try {
+    std::string s;
+    if (!lenient_unescape(v.raw_json_token(), s)) return err;
+    out = arena.keep(std::move(s));
+    return simdjson::SUCCESS;
+  } catch (...) {
+    return simdjson::MEMALLOC;
+  }
+}
+
+simdjson::error_code get_number(od::value& v, double& out) noexcept {
+  od::number_type nt{};
+  if (auto e = v.get_number_type().get(nt)) return e;
+  switch (nt) {
+    case od::number_type::signed_integer: {
+      std::int64_t i = 0;
+      if (auto e = v.get_int64().get(i)) return e;
+      out = static_cast<double>(i);
+      return simdjson::SUCCESS;
+    }
+    case od::number_type::unsigned_integer: {
+      std::uint64_t u = 0;
+      if (auto e = v.get_uint64().get(u)) return e;
+      out = static_cast<double>(u);
+      return simdjson::SUCCESS;
+    }
+    default:
+      return v.get_double().get(out);
+  }
+}
+
+simdjson::error_code to_json(od::value v, nlohmann::json& out, string_arena& arena, int depth) {
+  if (depth > kMaxConvertDepth) return simdjson::DEPTH_ERROR;
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  switch (t) {
+    case od::json_type::object: {
+      od::object obj;
+      if (auto e = v.get_object().get(obj)) return e;
+      out = nlohmann::json::object();
+      for (auto field_result : obj) {
+        od::field field;
+        if (auto e = std::move(field_result).get(field)) return e;
+        std::string_view key;
+        if (auto e = field.unescaped_key().get(key)) return e;
+        nlohmann::json child;
+        if (auto e = to_json(field.value(), child, arena, depth + 1)) return e;
+        out[std::string(key)] = std::move(child);
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::array: {
+      od::array arr;
+      if (auto e = v.get_array().get(arr)) return e;
+      out = nlohmann::json::array();
+      for (auto element_result : arr) {
+        od::value element;
+        if (auto e = std::move(element_result).get(element)) return e;
+        nlohmann::json child;
+        if (auto e = to_json(element, child, arena, depth + 1)) return e;
+        out.push_back(std::move(child));
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      if (auto e = get_string(v, s, arena)) return e;
+      out = std::string(s);
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::number: {
+      od::number_type nt{};
+      if (auto e = v.get_number_type().get(nt)) return e;
+      if (nt == od::number_type::signed_integer) {
+        std::int64_t i = 0;
+        if (auto e = v.get_int64().get(i)) return e;
+        out = i;
+      } else if (nt == od::number_type::unsigned_integer) {
+        std::uint64_t u = 0;
+        if (auto e = v.get_uint64().get(u)) return e;
+        out = u;
+      } else {
+        double d = 0;
+        if (auto e = v.get_double().get(d)) return e;
+        out = d;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::boolean: {
+      bool b = false;
+      if (auto e = v.get_bool().get(b)) return e;
+      out = b;
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::null: {
+      bool is_null = false;
+      if (auto e = v.is_null().get(is_null)) return e;
+      if (!is_null) return simdjson::INCORRECT_TYPE;
+      out = nullptr;
+      return simdjson::SUCCESS;
+    }
+  }
+  return simdjson::INCORRECT_TYPE;
+}
+
+}  // namespace agenthost::mapper::detail

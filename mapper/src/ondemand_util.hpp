@@ -1,0 +1,45 @@
+// Internal helpers around simdjson On-Demand: lenient string reading, value → nlohmann::json conversion.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+
+#include <deque>
+#include <string>
+#include <string_view>
+
+namespace agenthost::mapper::detail {
+
+namespace od = simdjson::ondemand;
+
+/// Deepest JSON nesting converted to nlohmann::json (deeper values make the line invalid; no recursion beyond it).
+inline constexpr int kMaxConvertDepth = 256;
+
+/// Owns strings that could not be returned as views into simdjson's buffer (lenient unescaping); cleared per line.
+class string_arena {
+ public:
+  std::string_view keep(std::string s) {
+    strings_.push_back(std::move(s));
+    return strings_.back();
+  }
+  void clear() noexcept { strings_.clear(); }
+
+ private:
+  std::deque<std::string> strings_;
+};
+
+/// Unescape the body of a JSON string token (`raw` is the token including its quotes, possibly followed by
+/// whitespace). Lone UTF-16 surrogates (which JavaScript's JSON.stringify emits for split pairs) become U+FFFD
+/// instead of failing. Returns false on a malformed token.
+bool lenient_unescape(std::string_view raw, std::string& out);
+
+/// Read a string value; falls back to lenient_unescape when simdjson rejects an escape sequence.
+simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept;
+
+/// Convert a value (and its children, up to kMaxConvertDepth) to nlohmann::json.
+simdjson::error_code to_json(od::value v, nlohmann::json& out, string_arena& arena, int depth = 0);
+
+/// Read a number (integer or floating point) as double.
+simdjson::error_code get_number(od::value& v, double& out) noexcept;
+
+}  // namespace agenthost::mapper::detail

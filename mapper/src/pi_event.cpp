@@ -1,0 +1,519 @@
+// Internal: extraction of one pi JSONL line into x_event.
+#include "pi_event.hpp"
+
+#include <cstring>
+
+namespace agenthost::mapper::detail {
+namespace {
+
+using simdjson::error_code;
+
+// Lines above this size leave the parser and buffer oversized; they are released after such a line.
+constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
+
+/// A field of the wrong JSON type is treated as absent; anything else (structure, depth, strings) fails the line.
+bool is_type_mismatch(error_code e) noexcept {
+  return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE;
+}
+
+error_code opt_string(od::value& v, std::string_view& out, string_arena& arena, bool* has = nullptr) {
+  std::string_view s;
+  const auto e = get_string(v, s, arena);
+  if (e == simdjson::SUCCESS) {
+    out = s;
+    if (has != nullptr) *has = true;
+    return e;
+  }
+  return is_type_mismatch(e) ? simdjson::SUCCESS : e;
+}
+
+error_code opt_bool(od::value& v, int& out) {
+  bool b = false;
+  const auto e = v.get_bool().get(b);
+  if (e == simdjson::SUCCESS) {
+    out = b ? 1 : 0;
+    return e;
+  }
+  return is_type_mismatch(e) ? simdjson::SUCCESS : e;
+}
+
+error_code opt_bool(od::value& v, bool& out) {
+  int b = -1;
+  const auto e = opt_bool(v, b);
+  if (b >= 0) out = b == 1;
+  return e;
+}
+
+error_code opt_number(od::value& v, double& out, bool* has = nullptr) {
+  double d = 0;
+  const auto e = get_number(v, d);
+  if (e == simdjson::SUCCESS) {
+    out = d;
+    if (has != nullptr) *has = true;
+    return e;
+  }
+  return is_type_mismatch(e) ? simdjson::SUCCESS : e;
+}
+
+error_code opt_json(od::value& v, nlohmann::json& out, string_arena& arena, bool& has) {
+  if (const auto e = to_json(v, out, arena)) return e;
+  has = true;
+  return simdjson::SUCCESS;
+}
+
+event_kind classify_event(std::string_view t) noexcept {
+  // Most frequent first.
+  if (t == "message_update") return event_kind::message_update;
+  if (t == "tool_execution_update") return event_kind::tool_execution_update;
+  if (t == "message_start") return event_kind::message_start;
+  if (t == "message_end") return event_kind::message_end;
+  if (t == "turn_start") return event_kind::turn_start;
+  if (t == "turn_end") return event_kind::turn_end;
+  if (t == "tool_execution_start") return event_kind::tool_execution_start;
+  if (t == "tool_execution_end") return event_kind::tool_execution_end;
+  if (t == "agent_start") return event_kind::agent_start;
+  if (t == "agent_end") return event_kind::agent_end;
+  if (t == "agent_settled") return event_kind::agent_settled;
+  if (t == "session") return event_kind::session;
+  if (t == "auto_retry_start") return event_kind::auto_retry_start;
+  if (t == "auto_retry_end") return event_kind::auto_retry_end;
+  if (t == "auto_compaction_start" || t == "compaction_start") return event_kind::compaction_start;
+  if (t == "auto_compaction_end" || t == "compaction_end") return event_kind::compaction_end;
+  if (t == "extension_error") return event_kind::extension_error;
+  return event_kind::unknown;
+}
+
+update_kind classify_update(std::string_view t) noexcept {
+  if (t == "text_delta") return update_kind::text_delta;
+  if (t == "thinking_delta") return update_kind::thinking_delta;
+  if (t == "toolcall_delta") return update_kind::toolcall_delta;
+  if (t == "text_start") return update_kind::text_start;
+  if (t == "text_end") return update_kind::text_end;
+  if (t == "thinking_start") return update_kind::thinking_start;
+  if (t == "thinking_end") return update_kind::thinking_end;
+  if (t == "toolcall_start") return update_kind::toolcall_start;
+  if (t == "toolcall_end") return update_kind::toolcall_end;
+  return update_kind::unknown;
+}
+
+block_kind classify_block(std::string_view t) noexcept {
+  if (t == "text") return block_kind::text;
+  if (t == "thinking") return block_kind::thinking;
+  if (t == "toolCall") return block_kind::tool_call;
+  return block_kind::other;
+}
+
+}  // namespace
+
+void x_message::reset() {
+  present = false;
+  role = stop_reason = error_message = model = tool_call_id = tool_name = {};
+  has_error_message = false;
+  is_error = false;
+  has_content = false;
+  nblocks = 0;
+  if (has_content_json) content_json = nullptr;
+  has_content_json = false;
+  if (has_details) details = nullptr;
+  has_details = false;
+  usage = x_usage{};
+}
+
+x_block& x_message::add_block() {
+  if (nblocks == blocks.size()) blocks.emplace_back();
+  x_block& b = blocks[nblocks++];
+  b.kind = block_kind::other;
+  b.text = b.id = b.name = {};
+  if (b.has_arguments) b.arguments = nullptr;
+  b.has_arguments = false;
+  return b;
+}
+
+void x_event::reset() {
+  kind = event_kind::unknown;
+  has_type = false;
+  has_update = false;
+  update = update_kind::unknown;
+  content_index = -1;
+  has_delta = has_content = false;
+  delta = content = update_id = update_tool_name = {};
+  if (has_tool_call) {
+    tool_call.arguments = nullptr;
+    tool_call.has_arguments = false;
+  }
+  has_tool_call = false;
+  tool_call.kind = block_kind::other;
+  tool_call.text = tool_call.id = tool_call.name = {};
+  if (has_snapshot) snapshot.reset();
+  has_snapshot = false;
+  if (message.present) message.reset();
+  for (std::size_t i = 0; i < ntool_results; ++i) tool_results[i].reset();
+  ntool_results = 0;
+  session_id = cwd = {};
+  tool_call_id = tool_name = {};
+  if (has_args) args = nullptr;
+  has_args = false;
+  if (has_result) result = nullptr;
+  has_result = false;
+  is_error = false;
+  will_retry = aborted = success = -1;
+  has_attempt = has_max_attempts = has_delay = false;
+  attempt = max_attempts = delay_ms = 0;
+  error_message = final_error = reason = error = {};
+}
+
+bool x_event::needs_snapshot() const noexcept {
+  switch (update) {
+    case update_kind::text_delta:
+    case update_kind::thinking_delta:
+      return !has_delta;
+    case update_kind::text_end:
+    case update_kind::thinking_end:
+      return !has_content;
+    default:
+      return false;  // never derive text from a *_start snapshot
+  }
+}
+
+pi_event_parser::pi_event_parser() = default;
+
+error_code pi_event_parser::parse(std::string_view line) {
+  ev_.reset();
+  arena_.clear();
+  const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
+  if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
+    // A huge line grew the buffer and the parser's index: give that memory back.
+    buffer_.reset();
+    capacity_ = 0;
+    parser_ = od::parser{};
+  }
+  if (capacity_ < needed) {
+    std::size_t cap = capacity_ == 0 ? 4096 : capacity_;
+    while (cap < needed) cap *= 2;
+    buffer_ = std::make_unique<char[]>(cap);
+    capacity_ = cap;
+  }
+  if (!line.empty()) std::memcpy(buffer_.get(), line.data(), line.size());
+  std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
+
+  od::document doc;
+  if (auto e = parser_.iterate(buffer_.get(), line.size(), capacity_).get(doc)) return e;
+  od::object root;
+  if (auto e = doc.get_object().get(root)) return e;
+  if (auto e = parse_root(root)) return e;
+  if (!ev_.has_type) return simdjson::NO_SUCH_FIELD;
+  // Nothing but whitespace may follow the object.
+  const char* location = nullptr;
+  if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+  return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_root(od::object root) {
+  x_event& ev = ev_;
+  for (auto field_result : root) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value& v = field.value();
+
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(v, t, arena_)) return e;  // `type` must be a string
+      ev.kind = classify_event(t);
+      ev.has_type = true;
+      continue;
+    }
+    // Before `type` is known (pi always writes it first) every field is read as if it could matter.
+    const bool any = !ev.has_type;
+    const event_kind k = ev.kind;
+    if (ev.has_type && k == event_kind::unknown) continue;  // an event we do not map: skip its fields
+
+    if (key == "assistantMessageEvent") {
+      if (any || k == event_kind::message_update) {
+        if (auto e = parse_update(v)) return e;
+      }
+    } else if (key == "message") {
+      if (k == event_kind::message_update && ev.has_type) {
+        // The cumulative snapshot (≤ 0.83): read only when the update had neither delta nor final content.
+        if (ev.has_update && ev.needs_snapshot() && !ev.has_snapshot) {
+          if (auto e = parse_message(v, ev.snapshot, true)) return e;
+          ev.has_snapshot = ev.snapshot.present;
+        }
+      } else if (any || k == event_kind::message_start || k == event_kind::message_end || k == event_kind::turn_end) {
+        if (auto e = parse_message(v, ev.message, false)) return e;
+      }
+    } else if (key == "toolResults") {
+      if (any || k == event_kind::turn_end) {
+        if (auto e = parse_tool_results(v)) return e;
+      }
+    } else if (key == "messages" || key == "usage") {
+      continue;  // agent_end's full transcript, message_update's running usage: not needed
+    } else if (key == "id") {
+      if (any || k == event_kind::session) {
+        if (auto e = opt_string(v, ev.session_id, arena_)) return e;
+      }
+    } else if (key == "cwd") {
+      if (any || k == event_kind::session) {
+        if (auto e = opt_string(v, ev.cwd, arena_)) return e;
+      }
+    } else if (key == "toolCallId") {
+      if (auto e = opt_string(v, ev.tool_call_id, arena_)) return e;
+    } else if (key == "toolName") {
+      if (auto e = opt_string(v, ev.tool_name, arena_)) return e;
+    } else if (key == "args") {
+      if (any || k == event_kind::tool_execution_start) {
+        if (auto e = opt_json(v, ev.args, arena_, ev.has_args)) return e;
+      }
+    } else if (key == "partialResult" || key == "result") {
+      if (any || k == event_kind::tool_execution_update || k == event_kind::tool_execution_end ||
+          k == event_kind::compaction_end) {
+        if (k == event_kind::compaction_end) continue;
+        if (auto e = opt_json(v, ev.result, arena_, ev.has_result)) return e;
+      }
+    } else if (key == "isError") {
+      if (auto e = opt_bool(v, ev.is_error)) return e;
+    } else if (key == "willRetry") {
+      if (auto e = opt_bool(v, ev.will_retry)) return e;
+    } else if (key == "aborted") {
+      if (auto e = opt_bool(v, ev.aborted)) return e;
+    } else if (key == "success") {
+      if (auto e = opt_bool(v, ev.success)) return e;
+    } else if (key == "attempt") {
+      if (auto e = opt_number(v, ev.attempt, &ev.has_attempt)) return e;
+    } else if (key == "maxAttempts") {
+      if (auto e = opt_number(v, ev.max_attempts, &ev.has_max_attempts)) return e;
+    } else if (key == "delayMs") {
+      if (auto e = opt_number(v, ev.delay_ms, &ev.has_delay)) return e;
+    } else if (key == "errorMessage") {
+      if (auto e = opt_string(v, ev.error_message, arena_)) return e;
+    } else if (key == "finalError") {
+      if (auto e = opt_string(v, ev.final_error, arena_)) return e;
+    } else if (key == "reason") {
+      if (auto e = opt_string(v, ev.reason, arena_)) return e;
+    } else if (key == "error") {
+      if (any || k == event_kind::extension_error) {
+        if (auto e = opt_string(v, ev.error, arena_)) return e;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_update(od::value v) {
+  x_event& ev = ev_;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return is_type_mismatch(e) ? simdjson::SUCCESS : e;
+  ev.has_update = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = opt_string(fv, t, arena_)) return e;
+      ev.update = classify_update(t);
+    } else if (key == "contentIndex") {
+      std::int64_t i = -1;
+      const auto e = fv.get_int64().get(i);
+      if (e == simdjson::SUCCESS) ev.content_index = i;
+      else if (!is_type_mismatch(e)) return e;
+    } else if (key == "delta") {
+      if (auto e = opt_string(fv, ev.delta, arena_, &ev.has_delta)) return e;
+    } else if (key == "content") {
+      if (auto e = opt_string(fv, ev.content, arena_, &ev.has_content)) return e;
+    } else if (key == "toolCall") {
+      od::object tc;
+      const auto e = fv.get_object().get(tc);
+      if (e == simdjson::SUCCESS) {
+        if (auto e2 = parse_block(tc, ev.tool_call, true)) return e2;
+        ev.has_tool_call = true;
+      } else if (!is_type_mismatch(e)) {
+        return e;
+      }
+    } else if (key == "id") {
+      if (auto e = opt_string(fv, ev.update_id, arena_)) return e;
+    } else if (key == "toolName") {
+      if (auto e = opt_string(fv, ev.update_tool_name, arena_)) return e;
+    } else if (key == "partial") {
+      // Skipped (the bulky cumulative snapshot) unless this update carries neither a delta nor final content.
+      if (ev.needs_snapshot() && !ev.has_snapshot) {
+        if (auto e = parse_message(fv, ev.snapshot, true)) return e;
+        ev.has_snapshot = ev.snapshot.present;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapshot_only) {
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return is_type_mismatch(e) ? simdjson::SUCCESS : e;
+  m.present = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value& fv = field.value();
+    if (key == "content") {
+      if (!snapshot_only && m.role == "user") continue;  // the prompt: not mapped
+      if (!snapshot_only && m.role == "toolResult") {
+        if (auto e = to_json(fv, m.content_json, arena_)) return e;
+        m.has_content_json = true;
+        m.has_content = true;
+        continue;
+      }
+      if (auto e = parse_blocks(fv, m, snapshot_only)) return e;
+      continue;
+    }
+    if (snapshot_only) continue;
+    if (key == "role") {
+      if (auto e = opt_string(fv, m.role, arena_)) return e;
+    } else if (key == "stopReason") {
+      if (auto e = opt_string(fv, m.stop_reason, arena_)) return e;
+    } else if (key == "errorMessage") {
+      if (auto e = opt_string(fv, m.error_message, arena_, &m.has_error_message)) return e;
+    } else if (key == "model") {
+      if (auto e = opt_string(fv, m.model, arena_)) return e;
+    } else if (key == "usage") {
+      if (auto e = parse_usage(fv, m.usage)) return e;
+    } else if (key == "toolCallId") {
+      if (auto e = opt_string(fv, m.tool_call_id, arena_)) return e;
+    } else if (key == "toolName") {
+      if (auto e = opt_string(fv, m.tool_name, arena_)) return e;
+    } else if (key == "isError") {
+      if (auto e = opt_bool(fv, m.is_error)) return e;
+    } else if (key == "details") {
+      if (m.role == "assistant" || m.role == "user") continue;
+      if (auto e = opt_json(fv, m.details, arena_, m.has_details)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_blocks(od::value v, x_message& m, bool snapshot_only) {
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::string) {  // `content: "text"` (user-style): one text block
+    x_block& b = m.add_block();
+    b.kind = block_kind::text;
+    if (auto e = get_string(v, b.text, arena_)) return e;
+    m.has_content = true;
+    return simdjson::SUCCESS;
+  }
+  if (t != od::json_type::array) return simdjson::SUCCESS;  // ignored
+  od::array arr;
+  if (auto e = v.get_array().get(arr)) return e;
+  m.has_content = true;
+  for (auto element_result : arr) {
+    od::value element;
+    if (auto e = std::move(element_result).get(element)) return e;
+    x_block& b = m.add_block();
+    od::object obj;
+    const auto e = element.get_object().get(obj);
+    if (e != simdjson::SUCCESS) {
+      if (!is_type_mismatch(e)) return e;
+      continue;  // not an object: an `other` block
+    }
+    if (auto e2 = parse_block(obj, b, !snapshot_only)) return e2;
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_block(od::object o, x_block& b, bool with_arguments) {
+  std::string_view text, thinking;
+  for (auto field_result : o) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = opt_string(fv, t, arena_)) return e;
+      b.kind = classify_block(t);
+    } else if (key == "text") {
+      if (auto e = opt_string(fv, text, arena_)) return e;
+    } else if (key == "thinking") {
+      if (auto e = opt_string(fv, thinking, arena_)) return e;
+    } else if (key == "id") {
+      if (auto e = opt_string(fv, b.id, arena_)) return e;
+    } else if (key == "name") {
+      if (auto e = opt_string(fv, b.name, arena_)) return e;
+    } else if (key == "arguments" && with_arguments) {
+      if (auto e = opt_json(fv, b.arguments, arena_, b.has_arguments)) return e;
+    }
+  }
+  b.text = b.kind == block_kind::thinking ? thinking : text;
+  return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_usage(od::value v, x_usage& u) {
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return is_type_mismatch(e) ? simdjson::SUCCESS : e;
+  u.present = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value& fv = field.value();
+    if (key == "input") {
+      if (auto e = opt_number(fv, u.input)) return e;
+    } else if (key == "output") {
+      if (auto e = opt_number(fv, u.output)) return e;
+    } else if (key == "cacheRead") {
+      if (auto e = opt_number(fv, u.cache_read)) return e;
+    } else if (key == "cacheWrite") {
+      if (auto e = opt_number(fv, u.cache_write)) return e;
+    } else if (key == "totalTokens") {
+      if (auto e = opt_number(fv, u.total_tokens)) return e;
+    } else if (key == "reasoning") {
+      if (auto e = opt_number(fv, u.reasoning, &u.has_reasoning)) return e;
+    } else if (key == "cost") {
+      od::object cost;
+      const auto e = fv.get_object().get(cost);
+      if (e != simdjson::SUCCESS) {
+        if (!is_type_mismatch(e)) return e;
+        continue;
+      }
+      u.has_cost = true;
+      for (auto cost_field_result : cost) {
+        od::field cf;
+        if (auto e2 = std::move(cost_field_result).get(cf)) return e2;
+        std::string_view ck;
+        if (auto e2 = cf.unescaped_key().get(ck)) return e2;
+        od::value& cv = cf.value();
+        double* target = nullptr;
+        if (ck == "input") target = &u.cost_input;
+        else if (ck == "output") target = &u.cost_output;
+        else if (ck == "cacheRead") target = &u.cost_cache_read;
+        else if (ck == "cacheWrite") target = &u.cost_cache_write;
+        else if (ck == "total") target = &u.cost_total;
+        if (target != nullptr) {
+          if (auto e2 = opt_number(cv, *target)) return e2;
+        }
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_tool_results(od::value v) {
+  od::array arr;
+  if (auto e = v.get_array().get(arr)) return is_type_mismatch(e) ? simdjson::SUCCESS : e;
+  for (auto element_result : arr) {
+    od::value element;
+    if (auto e = std::move(element_result).get(element)) return e;
+    if (ev_.ntool_results == ev_.tool_results.size()) ev_.tool_results.emplace_back();
+    x_message& m = ev_.tool_results[ev_.ntool_results++];
+    m.reset();
+    if (auto e = parse_message(element, m, false)) return e;
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace agenthost::mapper::detail

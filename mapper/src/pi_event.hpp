@@ -1,0 +1,169 @@
+// Internal: extraction of one pi JSONL line into a flat event record (phase 1 of pi_mapper; no state changes).
+//
+// Only the fields the mapping needs are read with simdjson On-Demand; everything else is skipped. Strings are views
+// into the parser's buffers (or the arena) and stay valid until the next parse().
+#pragma once
+
+#include "ondemand_util.hpp"
+
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace agenthost::mapper::detail {
+
+enum class event_kind : std::uint8_t {
+  unknown,  // a valid event of a type the mapper does not map (ignored)
+  session,
+  agent_start,
+  agent_end,
+  agent_settled,
+  turn_start,
+  turn_end,
+  message_start,
+  message_update,
+  message_end,
+  tool_execution_start,
+  tool_execution_update,
+  tool_execution_end,
+  auto_retry_start,
+  auto_retry_end,
+  compaction_start,  // auto_compaction_start (≤ 0.7x) and compaction_start (1.x)
+  compaction_end,    // auto_compaction_end and compaction_end
+  extension_error,
+};
+
+enum class update_kind : std::uint8_t {
+  unknown,
+  text_start,
+  text_delta,
+  text_end,
+  thinking_start,
+  thinking_delta,
+  thinking_end,
+  toolcall_start,
+  toolcall_delta,
+  toolcall_end,
+};
+
+enum class block_kind : std::uint8_t { other, text, thinking, tool_call };
+
+/// One content block of a message.
+struct x_block {
+  block_kind kind = block_kind::other;
+  std::string_view text;  // text of a text block, thinking of a thinking block
+  std::string_view id;    // toolCall
+  std::string_view name;  // toolCall
+  bool has_arguments = false;
+  nlohmann::json arguments;  // toolCall (only when requested)
+};
+
+struct x_usage {
+  bool present = false;
+  double input = 0, output = 0, cache_read = 0, cache_write = 0, total_tokens = 0, reasoning = 0;
+  bool has_reasoning = false;
+  bool has_cost = false;
+  double cost_input = 0, cost_output = 0, cost_cache_read = 0, cost_cache_write = 0, cost_total = 0;
+};
+
+/// A pi message (assistant, toolResult, user, custom).
+struct x_message {
+  bool present = false;
+  std::string_view role;
+  std::string_view stop_reason;
+  bool has_error_message = false;
+  std::string_view error_message;
+  std::string_view model;
+  std::string_view tool_call_id;
+  std::string_view tool_name;
+  bool is_error = false;
+  bool has_content = false;           // a content array/string was present
+  std::vector<x_block> blocks;        // capacity reused; size is nblocks
+  std::size_t nblocks = 0;
+  bool has_content_json = false;      // toolResult: content as JSON (for raw_output)
+  nlohmann::json content_json;
+  bool has_details = false;
+  nlohmann::json details;
+  x_usage usage;
+
+  void reset();
+  x_block& add_block();
+};
+
+struct x_event {
+  event_kind kind = event_kind::unknown;
+  bool has_type = false;
+
+  // message_update
+  bool has_update = false;
+  update_kind update = update_kind::unknown;
+  std::int64_t content_index = -1;
+  bool has_delta = false;
+  std::string_view delta;
+  bool has_content = false;  // text_end / thinking_end `content`
+  std::string_view content;
+  std::string_view update_id, update_tool_name;  // toolcall_start (≥ 0.84)
+  bool has_tool_call = false;                    // toolcall_end `toolCall`
+  x_block tool_call;
+  bool has_snapshot = false;  // cumulative snapshot, read only when no delta/content is present
+  x_message snapshot;
+
+  // message_start / message_end / turn_end
+  x_message message;
+  std::vector<x_message> tool_results;  // turn_end; size is ntool_results
+  std::size_t ntool_results = 0;
+
+  // session
+  std::string_view session_id, cwd;
+
+  // tool_execution_*
+  std::string_view tool_call_id, tool_name;
+  bool has_args = false;
+  nlohmann::json args;
+  bool has_result = false;  // `result` (end) or `partialResult` (update)
+  nlohmann::json result;
+  bool is_error = false;
+
+  // agent_end / agent_settled / auto_retry_* / compaction_* / extension_error
+  int will_retry = -1;  // -1 absent, 0 false, 1 true
+  int aborted = -1;
+  int success = -1;
+  bool has_attempt = false, has_max_attempts = false, has_delay = false;
+  double attempt = 0, max_attempts = 0, delay_ms = 0;
+  std::string_view error_message, final_error, reason, error;
+
+  void reset();
+  [[nodiscard]] bool needs_snapshot() const noexcept;
+};
+
+/// Parses lines into x_event with one reused On-Demand parser and padded buffer.
+class pi_event_parser {
+ public:
+  pi_event_parser();
+  /// Parse `line`. On success `event()` describes it; on failure the line is not a valid event.
+  simdjson::error_code parse(std::string_view line);
+  [[nodiscard]] const x_event& event() const noexcept { return ev_; }
+  [[nodiscard]] x_event& event() noexcept { return ev_; }
+
+ private:
+  simdjson::error_code parse_root(od::object root);
+  simdjson::error_code parse_update(od::value v);
+  simdjson::error_code parse_message(od::value v, x_message& m, bool snapshot_only);
+  simdjson::error_code parse_blocks(od::value v, x_message& m, bool snapshot_only);
+  simdjson::error_code parse_block(od::object o, x_block& b, bool with_arguments);
+  simdjson::error_code parse_usage(od::value v, x_usage& u);
+  simdjson::error_code parse_tool_results(od::value v);
+
+  od::parser parser_;
+  std::unique_ptr<char[]> buffer_;
+  std::size_t capacity_ = 0;
+  string_arena arena_;
+  x_event ev_;
+};
+
+}  // namespace agenthost::mapper::detail
