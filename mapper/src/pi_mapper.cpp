@@ -253,6 +253,11 @@ struct pi_mapper::impl {
     replay_pos = 0;
   }
 
+  /// A text block ended, or a non-text block started, while text was held: the message is not a replay.
+  void flush_replay_if_holding(std::vector<message>& out) {
+    if (replay_active && replay_pos > 0) flush_replay(out);
+  }
+
   void append_text(std::vector<message>& out, std::size_t index, std::string_view chunk) {
     if (chunk.empty()) return;
     blocks[index].text.append(chunk);
@@ -364,10 +369,12 @@ struct pi_mapper::impl {
         resolve_block(ev.content_index, block_kind::text);
         break;
       case update_kind::thinking_start:
+        flush_replay_if_holding(out);
         resolve_block(ev.content_index, block_kind::thinking);
         break;
       case update_kind::toolcall_start:
       case update_kind::toolcall_delta:
+        flush_replay_if_holding(out);
         resolve_block(ev.content_index, block_kind::tool_call);
         break;
       case update_kind::text_delta: {
@@ -386,6 +393,7 @@ struct pi_mapper::impl {
           apply_snapshot(ev.snapshot, out);
         }
         blocks[i].ended = true;
+        flush_replay_if_holding(out);
         break;
       }
       case update_kind::thinking_delta: {
