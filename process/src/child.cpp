@@ -131,6 +131,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   std::optional<exit_status> leader_status;
   clock_type::time_point leader_exit_time{};
   bool direct_reaped = false;
+  bool reaper_said_empty = false;
   bool tree_gone = false;
   bool shut_down = false;
   std::list<waiter> waiters;
@@ -199,7 +200,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   }
 
   void on_direct_child_exit() {
-    if (direct_reaped) return;
+    if (direct_reaped || shut_down) return;
     auto status = try_reap(direct_pidfd.get());
     if (!status) {  // spurious wakeup
       watch_direct_child();
@@ -213,8 +214,12 @@ struct child::impl : std::enable_shared_from_this<impl> {
       // The reaper is gone. Normally it said "exit" and "empty" first; if it died (crash, SIGKILL) we cannot know
       // the tree is gone — the stop's kill phase sweeps from here.
       if (!leader_status) set_leader_status(unknown_status{});
-      if (!tree_gone) log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status->to_string());
-      if (status->success()) set_tree_gone();
+      if (reaper_said_empty && status->success()) {
+        set_tree_gone();
+      } else {
+        log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status->to_string());
+        if (stopping) stop_timer.cancel();  // the stop sweeps from the host side
+      }
     }
   }
 
@@ -258,7 +263,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
     if (auto st = number("exit ")) {
       set_leader_status(exit_status::from_wait_status(*st));
     } else if (msg == "empty") {
-      set_tree_gone();
+      // The reaper exits right after; the tree counts as gone once it is reaped too (no zombie of ours is left).
+      reaper_said_empty = true;
     } else {
       log(log_level::warn, "unexpected message from agenthost-reaper: " + std::string(msg));
     }
@@ -443,7 +449,9 @@ struct child::impl : std::enable_shared_from_this<impl> {
         set_leader_status(*st);
       }
     }
-    return direct_reaped && scan_members().empty();
+    // Scan even while the leader lives: members found now stay known after they are reparented.
+    const bool members_left = !scan_members().empty();
+    return direct_reaped && !members_left;
   }
 
   // ---- the three-phase stop -------------------------------------------------------------------------------------
@@ -584,6 +592,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
       // scan_members allocates; nothing here may escape a destructor.
     }
     tree_gone = tree_gone || direct_reaped;
+    if (direct_reaped) direct_pidfd.reset();  // pending handlers may keep the impl alive a little longer: not the fd
     error_code ignored;
     stop_timer.cancel();
     out.close(ignored);

@@ -1,0 +1,366 @@
+// Spawning and streaming through a real child process (the fake agent), in both containment modes.
+#include "test_util.hpp"
+
+#include <agenthost/process/child.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <csignal>
+
+using namespace agenthost;
+using namespace agenthost::process;
+using namespace agenthost::test;
+
+namespace {
+
+class ChildTest : public ::testing::TestWithParam<containment_kind> {
+ protected:
+  void TearDown() override {
+    kill_leftovers(token_env());
+    EXPECT_EQ(zombie_children(), 0);
+  }
+  std::string token_env() const { return "AGENTHOST_TEST_TOKEN=" + token; }
+
+  spawn_options options(std::vector<std::string> args) {
+    return {.executable = AGENTHOST_FAKE_AGENT,
+            .args = std::move(args),
+            .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+            .containment = GetParam(),
+            .reaper_path = AGENTHOST_REAPER};
+  }
+
+  child spawn(std::vector<std::string> args) {
+    auto c = child::spawn(io.get_executor(), options(std::move(args)));
+    EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
+    return std::move(*c);
+  }
+
+  // Reads stdout to EOF.
+  std::vector<std::string> read_all(child& c, std::vector<line_view>* raw = nullptr) {
+    std::vector<std::string> lines;
+    bool eof = false;
+    std::function<void()> next = [&] {
+      c.async_read_lines([&](boost::system::error_code ec, line_batch batch) {
+        if (ec) {
+          EXPECT_EQ(ec, asio::error::eof);
+          eof = true;
+          return;
+        }
+        EXPECT_FALSE(batch.empty());
+        for (const auto& l : batch) {
+          lines.emplace_back(l.text);
+          if (raw != nullptr) raw->push_back({{}, l.oversize, l.total_bytes});
+        }
+        next();
+      });
+    };
+    next();
+    EXPECT_TRUE(run_until(io, [&] { return eof; }));
+    return lines;
+  }
+
+  exit_status wait(child& c) {
+    std::optional<exit_status> st;
+    c.async_wait([&](boost::system::error_code ec, exit_status s) {
+      EXPECT_FALSE(ec);
+      st = s;
+    });
+    EXPECT_TRUE(run_until(io, [&] { return st.has_value(); }));
+    return st.value_or(exit_status{});
+  }
+
+  stop_report stop(child& c, stop_policy p = {}) {
+    std::optional<stop_report> r;
+    c.async_stop(p, [&](boost::system::error_code ec, stop_report rep) {
+      EXPECT_FALSE(ec) << ec.message();
+      r = rep;
+    });
+    EXPECT_TRUE(run_until(io, [&] { return r.has_value(); }));
+    return r.value_or(stop_report{});
+  }
+
+  asio::io_context io;
+  std::string token = random_token();
+};
+
+TEST_P(ChildTest, StreamsLinesAndReportsExitCodeAsAType) {
+  auto c = spawn({"stdout", "hello", "stdout", "world", "exit", "3"});
+  EXPECT_EQ(c.containment(), GetParam());
+  EXPECT_EQ(read_all(c), (std::vector<std::string>{"hello", "world"}));
+  const auto st = wait(c);
+  ASSERT_NE(st.as_exited(), nullptr);
+  EXPECT_EQ(st.as_exited()->code, 3);
+  EXPECT_EQ(st.to_string(), "exited with code 3");
+  stop(c);
+}
+
+TEST_P(ChildTest, SignalDeathIsNotAnExitCode) {
+  auto c = spawn({"kill-self", "9"});
+  const auto st = wait(c);
+  ASSERT_NE(st.as_signaled(), nullptr);
+  EXPECT_EQ(st.as_signaled()->signal, SIGKILL);
+  EXPECT_EQ(st.as_exited(), nullptr);
+  stop(c);
+}
+
+TEST_P(ChildTest, ChildSeesOnlyStdioDescriptors) {
+  // Open a descriptor without O_CLOEXEC in the host: it must not leak into the agent.
+  const int leak = ::open("/dev/null", O_RDONLY);
+  auto c = spawn({"print-fds"});
+  const auto lines = read_all(c);
+  ::close(leak);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "fds: 0 1 2");
+  stop(c);
+}
+
+TEST_P(ChildTest, ChildStartsWithDefaultSignalDispositionsAndEmptyMask) {
+  // A host started in the background has SIGINT ignored; exec would pass that on.
+  struct sigaction old_int {}, ign {};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ign, &old_int);
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old_mask);
+  auto c = spawn({"print-signals"});
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  const auto lines = read_all(c);
+  ASSERT_FALSE(lines.empty());
+  int checked = 0;
+  for (const auto& l : lines) {
+    // Signals 32 and 33 are glibc-internal (posix_spawn cannot reset them); every standard signal must be default.
+    if (l.rfind("SigIgn:", 0) == 0 || l.rfind("SigBlk:", 0) == 0) {
+      const auto mask = std::stoull(l.substr(l.find(':') + 1), nullptr, 16);
+      EXPECT_EQ(mask & 0x7fffffffULL, 0u) << l;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+  stop(c);
+}
+
+TEST_P(ChildTest, EnvironmentOverrideRemoveAndAllowList) {
+  ::setenv("AGENTHOST_TEST_SECRET", "s3cret", 1);
+  ::setenv("AGENTHOST_TEST_KEEP", "kept", 1);
+  auto opts = options({"print-env"});
+  opts.env.unset = {"AGENTHOST_TEST_SECRET"};
+  opts.env.set["AGENTHOST_TEST_NEW"] = "new value";
+  auto c = child::spawn(io.get_executor(), opts);
+  ASSERT_TRUE(c);
+  auto lines = read_all(*c);
+  auto has = [&](const std::string& s) { return std::find(lines.begin(), lines.end(), "env: " + s) != lines.end(); };
+  EXPECT_FALSE(has("AGENTHOST_TEST_SECRET=s3cret"));
+  EXPECT_TRUE(has("AGENTHOST_TEST_KEEP=kept"));
+  EXPECT_TRUE(has("AGENTHOST_TEST_NEW=new value"));
+  stop(*c);
+
+  opts.env.allow = {"PATH"};
+  auto c2 = child::spawn(io.get_executor(), opts);
+  ASSERT_TRUE(c2);
+  lines = read_all(*c2);
+  for (const auto& l : lines)
+    EXPECT_TRUE(l.rfind("env: PATH=", 0) == 0 || l.rfind("env: AGENTHOST_TEST_", 0) == 0) << l;
+  EXPECT_FALSE(has("AGENTHOST_TEST_KEEP=kept"));
+  stop(*c2);
+  ::unsetenv("AGENTHOST_TEST_SECRET");
+  ::unsetenv("AGENTHOST_TEST_KEEP");
+}
+
+TEST_P(ChildTest, WorkingDirectoryIsApplied) {
+  auto opts = options({"print-cwd"});
+  opts.working_directory = "/tmp";
+  auto c = child::spawn(io.get_executor(), opts);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(read_all(*c), (std::vector<std::string>{"/tmp"}));
+  stop(*c);
+}
+
+TEST_P(ChildTest, CrlfSplitUtf8NoTrailingNewlineAndBom) {
+  auto c = spawn({"bom", "crlf", "split-utf8", "no-trailing-newline"});
+  const auto lines = read_all(c);
+  ASSERT_GE(lines.size(), 3u);
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.find('\r'), std::string::npos) << l;
+    EXPECT_EQ(l.find("\xEF\xBB\xBF"), std::string::npos) << l;
+  }
+  stop(c);
+}
+
+TEST_P(ChildTest, LongLinesWithinAndBeyondTheMaximum) {
+  auto opts = options({"line", "3000000", "stdout", "after", "line", "100", "exit", "0"});
+  opts.max_line_bytes = 1 << 20;
+  auto c = child::spawn(io.get_executor(), opts);
+  ASSERT_TRUE(c);
+  std::vector<line_view> raw;
+  const auto lines = read_all(*c, &raw);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(raw[0].oversize);
+  EXPECT_EQ(raw[0].total_bytes, 3000000u);
+  EXPECT_EQ(lines[0].size(), opts.oversize_head_bytes);
+  EXPECT_EQ(lines[1], "after");
+  EXPECT_FALSE(raw[2].oversize);
+  EXPECT_EQ(lines[2].size(), 100u);
+  stop(*c);
+}
+
+TEST_P(ChildTest, StderrFloodIsDrainedIntoABoundedTail) {
+  auto opts = options({"stderr-flood", "20000000", "stderr", "the last words", "stdout", "done"});
+  opts.stderr_tail_bytes = 4096;
+  auto c = child::spawn(io.get_executor(), opts);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(read_all(*c), (std::vector<std::string>{"done"}));
+  wait(*c);
+  stop(*c);  // the tree is gone only once stderr was drained to the end
+  const auto tail = c->stderr_tail();
+  EXPECT_LE(tail.size(), 4096u);
+  EXPECT_NE(tail.find("the last words"), std::string::npos);
+  EXPECT_GE(c->stderr_bytes(), 20000000u);
+}
+
+TEST_P(ChildTest, WritesToStdinAndEofOnClose) {
+  auto c = spawn({"read-stdin"});
+  std::size_t written = 0;
+  c.async_write_stdin(asio::buffer(std::string("one\ntwo\n")), [&](boost::system::error_code ec, std::size_t n) {
+    EXPECT_FALSE(ec);
+    written = n;
+  });
+  ASSERT_TRUE(run_until(io, [&] { return written == 8; }));
+  c.close_stdin();
+  EXPECT_EQ(read_all(c), (std::vector<std::string>{"stdin: one", "stdin: two"}));
+  EXPECT_TRUE(wait(c).success());
+  stop(c);
+}
+
+TEST_P(ChildTest, WritingToAGoneAgentIsStdinClosedNotSigpipe) {
+  auto c = spawn({"exit", "0"});
+  wait(c);
+  stop(c);
+  std::optional<boost::system::error_code> result;
+  const std::string big(1 << 20, 'x');
+  c.async_write_stdin(asio::buffer(big), [&](boost::system::error_code ec, std::size_t) { result = ec; });
+  ASSERT_TRUE(run_until(io, [&] { return result.has_value(); }));
+  EXPECT_EQ(*result, agenthost::errc::stdin_closed);
+}
+
+TEST_P(ChildTest, StdoutEofAndExitAreIndependent) {
+  // The leader exits at once; its child keeps stdout open: the exit must be reported anyway.
+  auto c = spawn({"leader-exits-early"});
+  const auto st = wait(c);
+  EXPECT_TRUE(st.success()) << st.to_string();
+  bool read_done = false;
+  c.async_read_lines([&](boost::system::error_code, line_batch) { read_done = true; });
+  // The stop kills the child holding stdout: the read ends with EOF.
+  const auto r = stop(c, stop_policy::kill_now());
+  EXPECT_TRUE(r.survivors.empty());
+  EXPECT_TRUE(run_until(io, [&] { return read_done; }));
+}
+
+TEST_P(ChildTest, ReadCancellationLosesNoData) {
+  auto c = spawn({"stdout", "first", "never-exit"});
+  asio::cancellation_signal sig;
+  std::optional<boost::system::error_code> first;
+  std::vector<std::string> got;
+  c.async_read_lines(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, line_batch b) {
+    first = ec;
+    for (auto& l : b) got.emplace_back(l.text);
+  }));
+  ASSERT_TRUE(run_until(io, [&] { return first.has_value(); }));
+  EXPECT_EQ(got, std::vector<std::string>{"first"});
+  std::optional<boost::system::error_code> second;
+  c.async_read_lines(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, line_batch) {
+    second = ec;
+  }));
+  io.poll();
+  sig.emit(asio::cancellation_type::terminal);
+  ASSERT_TRUE(run_until(io, [&] { return second.has_value(); }));
+  EXPECT_EQ(*second, asio::error::operation_aborted);
+  EXPECT_TRUE(c.running());
+  stop(c);
+}
+
+TEST_P(ChildTest, WaitCancellationDoesNotAffectTheProcess) {
+  auto c = spawn({"never-exit"});
+  asio::cancellation_signal sig;
+  std::optional<boost::system::error_code> ec;
+  c.async_wait(asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code e, exit_status) { ec = e; }));
+  io.poll();
+  sig.emit(asio::cancellation_type::total);
+  ASSERT_TRUE(run_until(io, [&] { return ec.has_value(); }));
+  EXPECT_EQ(*ec, asio::error::operation_aborted);
+  EXPECT_TRUE(c.running());
+  const auto r = stop(c);
+  EXPECT_EQ(r.phase, stop_phase::interrupt);
+}
+
+INSTANTIATE_TEST_SUITE_P(Containment, ChildTest,
+                         ::testing::Values(containment_kind::reaper, containment_kind::session),
+                         [](const auto& param_info) {
+                           return param_info.param == containment_kind::reaper ? std::string("reaper")
+                                                                         : std::string("session");
+                         });
+
+// ---- start failures -----------------------------------------------------------------------------------------------
+
+TEST(SpawnErrors, MissingExecutableNamesThePath) {
+  asio::io_context io;
+  const int fds = open_fd_count();
+  auto c = child::spawn(io.get_executor(), {.executable = "/nonexistent/agent-xyz"});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, agenthost::errc::executable_not_found);
+  EXPECT_NE(c.error().message.find("/nonexistent/agent-xyz"), std::string::npos);
+  auto c2 = child::spawn(io.get_executor(), {.executable = "agenthost-no-such-agent"});
+  ASSERT_FALSE(c2);
+  EXPECT_EQ(c2.error().code, agenthost::errc::executable_not_found);
+  EXPECT_NE(c2.error().message.find("agenthost-no-such-agent"), std::string::npos);
+  EXPECT_EQ(open_fd_count(), fds);
+  EXPECT_EQ(zombie_children(), 0);
+}
+
+TEST(SpawnErrors, NonExecutableFileAndDirectory) {
+  asio::io_context io;
+  char tmpl[] = "/tmp/agenthost-nx-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  ::close(fd);
+  auto c = child::spawn(io.get_executor(), {.executable = tmpl});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, agenthost::errc::executable_not_executable);
+  EXPECT_NE(c.error().message.find(tmpl), std::string::npos);
+  ::unlink(tmpl);
+  auto d = child::spawn(io.get_executor(), {.executable = "/tmp"});
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, agenthost::errc::executable_not_executable);
+}
+
+TEST(SpawnErrors, MissingWorkingDirectoryNamesThePath) {
+  asio::io_context io;
+  const int fds = open_fd_count();
+  auto c = child::spawn(io.get_executor(),
+                        {.executable = AGENTHOST_FAKE_AGENT, .working_directory = "/nonexistent/dir-abc"});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, agenthost::errc::working_directory_not_found);
+  EXPECT_NE(c.error().message.find("/nonexistent/dir-abc"), std::string::npos);
+  EXPECT_EQ(open_fd_count(), fds);
+}
+
+TEST(SpawnErrors, RequiredReaperMissing) {
+  asio::io_context io;
+  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                            .containment = containment_kind::reaper,
+                                            .reaper_path = "/nonexistent/agenthost-reaper"});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, agenthost::errc::reaper_not_found);
+  EXPECT_THROW((void)c.value(), boost::system::system_error);
+}
+
+TEST(SpawnErrors, ReaperRefusesToRunByHand) {
+  // No control socket on fd 3, wrong arguments: usage and exit 2, nothing spawned.
+  const int rc = std::system((std::string(AGENTHOST_REAPER) + " /bin/true 2>/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  const int rc2 = std::system((std::string(AGENTHOST_REAPER) + " --control-fd 3 -- /bin/true true 2>/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc2), 2);
+}
+
+}  // namespace

@@ -1,0 +1,121 @@
+#include <agenthost/process/line_framer.hpp>
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+using agenthost::process::line_framer;
+using agenthost::process::line_view;
+
+namespace {
+
+struct collected {
+  std::string text;
+  bool oversize;
+  std::size_t total;
+  bool operator==(const collected&) const = default;
+};
+
+std::vector<collected> frame(line_framer& f, const std::vector<std::string>& chunks) {
+  std::vector<collected> out;
+  auto sink = [&](const line_view& l) { out.push_back({std::string(l.text), l.oversize, l.total_bytes}); };
+  for (const auto& c : chunks) f.feed(c, sink);
+  f.finish(sink);
+  return out;
+}
+
+std::vector<collected> frame(const std::vector<std::string>& chunks, std::size_t max = 1 << 20, std::size_t head = 8) {
+  line_framer f(max, head);
+  return frame(f, chunks);
+}
+
+}  // namespace
+
+TEST(LineFramer, SplitsOnNewlineAndStripsOneCarriageReturn) {
+  EXPECT_EQ(frame({"a\nb\r\nc\r\r\n\n"}),
+            (std::vector<collected>{{"a", false, 1}, {"b", false, 1}, {"c\r", false, 2}, {"", false, 0}}));
+}
+
+TEST(LineFramer, DeliversUnterminatedLastLine) {
+  EXPECT_EQ(frame({"one\ntw", "o"}), (std::vector<collected>{{"one", false, 3}, {"two", false, 3}}));
+}
+
+TEST(LineFramer, StripsBomOnFirstLineOnlyEvenWhenSplit) {
+  EXPECT_EQ(frame({"\xEF", "\xBB", "\xBF{}\n\xEF\xBB\xBFx\n"}),
+            (std::vector<collected>{{"{}", false, 2}, {"\xEF\xBB\xBFx", false, 4}}));
+  EXPECT_EQ(frame({"\xEF\xBBz\n"}), (std::vector<collected>{{"\xEF\xBBz", false, 3}}));
+}
+
+TEST(LineFramer, KeepsUtf8SplitAcrossChunks) {
+  // "é" = C3 A9, "你" = E4 BD A0 split between reads.
+  EXPECT_EQ(frame({"caf\xC3", "\xA9 \xE4\xBD", "\xA0\n"}), (std::vector<collected>{{"caf\xC3\xA9 \xE4\xBD\xA0", false, 9}}));
+}
+
+TEST(LineFramer, OversizeLineReportsHeadAndLengthAndLaterLinesAreIntact) {
+  const std::string big(100, 'x');
+  // Complete in one chunk, and spread over many chunks.
+  EXPECT_EQ(frame({"ok\n" + big + "\nafter\n"}, 50, 8),
+            (std::vector<collected>{{"ok", false, 2}, {"xxxxxxxx", true, 100}, {"after", false, 5}}));
+  std::vector<std::string> chunks;
+  for (int i = 0; i < 10; ++i) chunks.push_back(std::string(10, 'y'));
+  chunks.push_back("\r\nnext\n");
+  EXPECT_EQ(frame(chunks, 50, 8), (std::vector<collected>{{"yyyyyyyy", true, 100}, {"next", false, 4}}));
+  // Unterminated oversize tail at EOF.
+  EXPECT_EQ(frame({std::string(60, 'z')}, 50, 4), (std::vector<collected>{{"zzzz", true, 60}}));
+}
+
+TEST(LineFramer, LineOfExactlyMaxIsDelivered) {
+  const std::string line(50, 'm');
+  EXPECT_EQ(frame({line.substr(0, 20), line.substr(20) + "\n"}, 50), (std::vector<collected>{{line, false, 50}}));
+  EXPECT_EQ(frame({line + "m\n"}, 50, 2), (std::vector<collected>{{"mm", true, 51}}));
+}
+
+TEST(LineFramer, MemoryIsBoundedWhileDiscarding) {
+  line_framer f(1024, 16);
+  std::size_t lines = 0;
+  for (int i = 0; i < 1000; ++i) {
+    f.feed(std::string(4096, 'q'), [&](const line_view&) { ++lines; });
+    ASSERT_LE(f.buffered_bytes(), 16u);
+  }
+  std::size_t total = 0;
+  f.feed("\n", [&](const line_view& l) {
+    ++lines;
+    total = l.total_bytes;
+    EXPECT_TRUE(l.oversize);
+  });
+  EXPECT_EQ(lines, 1u);
+  EXPECT_EQ(total, 4096u * 1000u);
+}
+
+TEST(LineFramer, ArbitraryChunkBoundariesGiveTheSameLines) {
+  std::string stream = "\xEF\xBB\xBF{\"a\":1}\r\n\n";
+  for (int i = 0; i < 200; ++i) stream += std::string(static_cast<std::size_t>(i % 37), static_cast<char>('a' + i % 26)) + (i % 3 ? "\n" : "\r\n");
+  stream += std::string(300, 'L') + "\nend";
+  const auto expected = frame({stream}, 256, 8);
+  std::mt19937 rng(42);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> chunks;
+    std::size_t pos = 0;
+    while (pos < stream.size()) {
+      const std::size_t n = std::uniform_int_distribution<std::size_t>(1, 64)(rng);
+      chunks.push_back(stream.substr(pos, n));
+      pos += n;
+    }
+    ASSERT_EQ(frame(chunks, 256, 8), expected) << "round " << round;
+  }
+}
+
+TEST(LineFramer, PrepareCommitDeliversViewsIntoItsOwnBuffer) {
+  line_framer f;
+  std::vector<std::string> got;
+  auto space = f.prepare(16);
+  const std::string data = "ab\ncd";
+  std::copy(data.begin(), data.end(), space.begin());
+  f.commit(data.size(), [&](const line_view& l) { got.emplace_back(l.text); });
+  space = f.prepare(16);
+  space[0] = '\n';
+  f.commit(1, [&](const line_view& l) { got.emplace_back(l.text); });
+  EXPECT_EQ(got, (std::vector<std::string>{"ab", "cd"}));
+}

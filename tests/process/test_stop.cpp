@@ -1,0 +1,413 @@
+// The three-phase stop against hostile process trees: after stop() returns, nothing of the tree survives.
+// "Nothing survives" is proven twice: the liveness FIFO (inherited by every process of the tree) reaches EOF, and no
+// live process carries the test's environment token.
+#include "test_util.hpp"
+
+#include <agenthost/process/child.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <csignal>
+#include <future>
+#include <thread>
+
+using namespace agenthost;
+using namespace agenthost::process;
+using namespace agenthost::test;
+
+namespace {
+
+struct hostile_case {
+  const char* name;
+  std::vector<std::string> modes;  // before "ready"
+  stop_policy policy;
+  stop_phase expected_phase;
+};
+
+class StopTest : public ::testing::TestWithParam<std::tuple<hostile_case, containment_kind>> {
+ protected:
+  void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
+
+  child spawn_ready(std::vector<std::string> modes) {
+    modes.push_back("ready");
+    modes.push_back("never-exit");
+    auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                               .args = modes,
+                                               .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
+                                                               {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
+                                               .containment = std::get<1>(GetParam()),
+                                               .reaper_path = AGENTHOST_REAPER});
+    EXPECT_TRUE(c) << (c ? "" : c.error().message);
+    bool ready = false, eof = false;
+    std::function<void()> next = [&] {
+      c->async_read_lines([&](boost::system::error_code ec, line_batch b) {
+        if (ec) {
+          eof = true;
+          return;
+        }
+        for (auto& l : b)
+          if (l.text == "ready") ready = true;
+        if (!ready) next();
+      });
+    };
+    next();
+    EXPECT_TRUE(run_until(io, [&] { return ready || eof; }));
+    EXPECT_TRUE(ready);
+    return std::move(*c);
+  }
+
+  asio::io_context io;
+  std::string token = random_token();
+  liveness_fifo fifo;
+};
+
+TEST_P(StopTest, NothingSurvives) {
+  const auto& [hc, mode] = GetParam();
+  auto c = spawn_ready(hc.modes);
+  std::optional<stop_report> report;
+  boost::system::error_code ec;
+  c.async_stop(hc.policy, [&](boost::system::error_code e, stop_report r) {
+    ec = e;
+    report = r;
+  });
+  ASSERT_TRUE(run_until(io, [&] { return report.has_value(); }, 15s));
+  const bool session_escape = mode == containment_kind::session && std::string(hc.name) == "double_fork_daemon";
+  if (session_escape) {
+    // Session containment cannot see a daemon that setsid()ed after its parent exited: it must say so, not lie.
+    GTEST_SKIP() << "session containment reports survivors for a double-forked daemon (expected); "
+                 << report->survivors.size() << " reported";
+  }
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(report->survivors.empty());
+  EXPECT_EQ(report->phase, hc.expected_phase);
+  EXPECT_TRUE(fifo.wait_eof(1s)) << "a process of the tree still holds the liveness FIFO";
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  EXPECT_EQ(zombie_children(), 0);
+  // Bounded: grace + kill wait + slack.
+  EXPECT_LT(report->elapsed, hc.policy.graceful_wait + hc.policy.kill_wait + 1s);
+}
+
+const stop_policy fast{.graceful_wait = std::chrono::milliseconds{300}, .kill_wait = std::chrono::milliseconds{3000}};
+const stop_policy fast_term{.interrupt_bytes = {},
+                            .interrupt_signal = SIGTERM,
+                            .interrupt_target = signal_target::leader,
+                            .graceful_wait = std::chrono::milliseconds{300},
+                            .kill_wait = std::chrono::milliseconds{3000}};
+
+INSTANTIATE_TEST_SUITE_P(
+    Hostile, StopTest,
+    ::testing::Combine(
+        ::testing::Values(hostile_case{"cooperative", {}, fast, stop_phase::interrupt},
+                          hostile_case{"ignores_sigint", {"ignore-sigint"}, fast, stop_phase::kill},
+                          hostile_case{"traps_sigterm", {"trap-sigterm"}, fast_term, stop_phase::kill},
+                          hostile_case{"ignores_all", {"ignore-all"}, fast, stop_phase::kill},
+                          hostile_case{"setsid_grandchild", {"setsid-child"}, fast, stop_phase::kill},
+                          hostile_case{"double_fork_daemon", {"double-fork-daemon"}, fast, stop_phase::kill},
+                          hostile_case{"children_in_group", {"ignore-sigint", "spawn-children", "20"}, fast,
+                                       stop_phase::kill},
+                          hostile_case{"setsid_children", {"spawn-children", "20", "--setsid"}, fast,
+                                       stop_phase::kill},
+                          hostile_case{"closed_stdout", {"ready", "close-stdout"}, fast, stop_phase::interrupt},
+                          hostile_case{"never_reads_stdin", {"ready", "never-read-stdin"}, fast, stop_phase::interrupt}),
+        ::testing::Values(containment_kind::reaper, containment_kind::session)),
+    [](const auto& param_info) {
+      return std::string(std::get<0>(param_info.param).name) +
+             (std::get<1>(param_info.param) == containment_kind::reaper ? "_reaper" : "_session");
+    });
+
+// ---- stop semantics -------------------------------------------------------------------------------------------------
+
+class StopSemantics : public ::testing::Test {
+ protected:
+  void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
+  child spawn(std::vector<std::string> args, std::chrono::milliseconds destroy_timeout = std::chrono::milliseconds{2000}) {
+    auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                               .args = std::move(args),
+                                               .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
+                                                               {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
+                                               .reaper_path = AGENTHOST_REAPER,
+                                               .destroy_timeout = destroy_timeout});
+    EXPECT_TRUE(c);
+    return std::move(*c);
+  }
+  void wait_ready(child& c) {
+    bool ready = false;
+    std::function<void()> next = [&] {
+      c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
+        if (ec) return;
+        for (auto& l : b)
+          if (l.text == "ready") ready = true;
+        if (!ready) next();
+      });
+    };
+    next();
+    ASSERT_TRUE(run_until(io, [&] { return ready; }));
+  }
+  asio::io_context io;
+  std::string token = random_token();
+  liveness_fifo fifo;
+};
+
+TEST_F(StopSemantics, CancellationAlreadyFiredDoesNotStopTheCleanup) {
+  auto c = spawn({"ignore-sigint", "setsid-child", "ready", "never-exit"});
+  wait_ready(c);
+  asio::cancellation_signal sig;
+  sig.emit(asio::cancellation_type::terminal);  // the caller gave up before the stop even started
+  std::optional<stop_report> r;
+  c.async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{100}},
+               asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code, stop_report rep) { r = rep; }));
+  sig.emit(asio::cancellation_type::terminal);  // and again while it runs
+  ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
+  EXPECT_EQ(r->phase, stop_phase::kill);
+  EXPECT_TRUE(r->survivors.empty());
+  EXPECT_TRUE(fifo.wait_eof(1s));
+}
+
+TEST_F(StopSemantics, SecondStopJoinsTheFirst) {
+  auto c = spawn({"ignore-sigint", "ready", "never-exit"});
+  wait_ready(c);
+  std::optional<stop_report> a, b;
+  c.async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{200}},
+               [&](boost::system::error_code, stop_report r) { a = r; });
+  c.async_stop(stop_policy::kill_now(), [&](boost::system::error_code, stop_report r) { b = r; });
+  ASSERT_TRUE(run_until(io, [&] { return a && b; }));
+  EXPECT_EQ(a->phase, stop_phase::kill);
+  EXPECT_EQ(b->phase, a->phase);
+  EXPECT_EQ(b->elapsed, a->elapsed);
+  EXPECT_GE(a->elapsed, std::chrono::milliseconds{200});  // the first policy won
+  // A stop after the end reports that the tree is already gone.
+  std::optional<stop_report> later;
+  c.async_stop({}, [&](boost::system::error_code, stop_report r) { later = r; });
+  ASSERT_TRUE(run_until(io, [&] { return later.has_value(); }));
+  EXPECT_EQ(later->phase, stop_phase::already_gone);
+}
+
+TEST_F(StopSemantics, LeaderExitOnInterruptStillKillsTheRestOfTheTree) {
+  // The leader dies on SIGINT at once, its setsid'd child ignores everything: phase 3 must still run.
+  auto c = spawn({"setsid-child", "ready", "never-exit"});
+  wait_ready(c);
+  std::optional<stop_report> r;
+  c.async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{200}},
+               [&](boost::system::error_code, stop_report rep) { r = rep; });
+  ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
+  EXPECT_EQ(r->phase, stop_phase::kill);
+  ASSERT_TRUE(r->leader_status.has_value());
+  ASSERT_NE(r->leader_status->as_signaled(), nullptr);
+  EXPECT_EQ(r->leader_status->as_signaled()->signal, SIGINT);
+  EXPECT_LT(r->leader_exit_after, std::chrono::milliseconds{200});
+  EXPECT_TRUE(fifo.wait_eof(1s));
+}
+
+TEST_F(StopSemantics, DestroyingARunningChildKillsTheTreeWithinItsBound) {
+  {
+    auto c = spawn({"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
+                   std::chrono::milliseconds{1000});
+    wait_ready(c);
+    bool aborted = false;
+    c.async_wait([&](boost::system::error_code ec, exit_status) { aborted = ec == asio::error::operation_aborted; });
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      auto moved = std::move(c);
+    }  // destroyed here
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds{1500});
+    io.run_for(std::chrono::milliseconds{50});
+    EXPECT_TRUE(aborted);
+  }
+  EXPECT_TRUE(fifo.wait_eof(1s));
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  EXPECT_EQ(zombie_children(), 0);
+}
+
+TEST_F(StopSemantics, SigchldDispositionIsNeverTouched) {
+  struct sigaction before {};
+  ::sigaction(SIGCHLD, nullptr, &before);
+  {
+    auto c = spawn({"stdout", "x", "exit", "0"});
+    std::optional<exit_status> st;
+    c.async_wait([&](boost::system::error_code, exit_status s) { st = s; });
+    ASSERT_TRUE(run_until(io, [&] { return st.has_value(); }));
+    std::optional<stop_report> r;
+    c.async_stop({}, [&](boost::system::error_code, stop_report rep) { r = rep; });
+    ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
+  }
+  struct sigaction after {};
+  ::sigaction(SIGCHLD, nullptr, &after);
+  EXPECT_EQ(before.sa_handler, after.sa_handler);
+  EXPECT_EQ(before.sa_flags, after.sa_flags);
+}
+
+TEST_F(StopSemantics, TwoHundredCyclesLeakNothing) {
+  int fds = 0;
+  for (int i = 0; i < 201; ++i) {
+    // The first cycle also creates the io_context's own descriptors (epoll, eventfd, timerfd): baseline after it.
+    if (i == 1) fds = open_fd_count();
+    auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                               .args = {"stdout", "hi", "never-exit"},
+                                               .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+                                               .reaper_path = AGENTHOST_REAPER});
+    ASSERT_TRUE(c);
+    std::optional<stop_report> r;
+    c->async_stop(i % 2 ? stop_policy::kill_now() : stop_policy{}, [&](boost::system::error_code ec, stop_report rep) {
+      EXPECT_FALSE(ec);
+      r = rep;
+    });
+    ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
+  }
+  io.poll();
+  EXPECT_EQ(open_fd_count(), fds);
+  EXPECT_EQ(zombie_children(), 0);
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+}
+
+// The host process dies by SIGKILL mid-run: the reaper sees its control socket close and kills the tree.
+TEST(HostDeath, SigkilledHostLeavesNoSurvivor) {
+  liveness_fifo fifo;
+  const std::string token = random_token();
+  int ready_pipe[2];
+  ASSERT_EQ(::pipe2(ready_pipe, O_CLOEXEC), 0);
+  // The test host is this test binary re-executed in "host" mode (posix_spawn: no fork of this process).
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  std::vector<std::string> args = {self, "--gtest_filter=HostDeath.DISABLED_ChildHost", "--gtest_also_run_disabled_tests"};
+  std::vector<std::string> env = {"AGENTHOST_HOST_DEATH_FIFO=" + fifo.path(), "AGENTHOST_HOST_DEATH_TOKEN=" + token,
+                                  "AGENTHOST_HOST_DEATH_READY_FD=10"};
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, ready_pipe[1], 10);  // clears close-on-exec on the copy
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t host = 0;
+  ASSERT_EQ(::posix_spawn(&host, self.c_str(), &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(ready_pipe[1]);
+  char byte = 0;
+  pollfd p{ready_pipe[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 20000), 1);
+  ASSERT_EQ(::read(ready_pipe[0], &byte, 1), 1) << "the test host did not get its agent tree running";
+  ::close(ready_pipe[0]);
+  ASSERT_FALSE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  ::kill(host, SIGKILL);
+  int st = 0;
+  ::waitpid(host, &st, 0);
+  // Within 1 s of the host's death: the liveness FIFO reached EOF and no live process carries the token (the reaper
+  // itself carries it too, and exits right after the tree).
+  const auto deadline = std::chrono::steady_clock::now() + 1s;
+  EXPECT_TRUE(fifo.wait_eof(1s)) << "the agent tree survived its host";
+  while (!processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+}
+
+// Runs only inside the re-executed test host above.
+TEST(HostDeath, DISABLED_ChildHost) {
+  const char* fifo = std::getenv("AGENTHOST_HOST_DEATH_FIFO");
+  const char* token = std::getenv("AGENTHOST_HOST_DEATH_TOKEN");
+  const char* ready_fd = std::getenv("AGENTHOST_HOST_DEATH_READY_FD");
+  if (fifo == nullptr || token == nullptr || ready_fd == nullptr) GTEST_SKIP() << "only run by HostDeath";
+  asio::io_context io;
+  auto c = child::spawn(io.get_executor(),
+                        {.executable = AGENTHOST_FAKE_AGENT,
+                         .args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
+                         .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}, {"AGENTHOST_LIVENESS_FIFO", fifo}}},
+                         .containment = containment_kind::reaper,
+                         .reaper_path = AGENTHOST_REAPER});
+  ASSERT_TRUE(c);
+  bool ready = false;
+  std::function<void()> next = [&] {
+    c->async_read_lines([&](boost::system::error_code ec, line_batch b) {
+      if (ec) return;
+      for (auto& l : b)
+        if (l.text == "ready") ready = true;
+      if (!ready) next();
+    });
+  };
+  next();
+  ASSERT_TRUE(run_until(io, [&] { return ready; }));
+  // Let the double-forked daemon settle, then tell the parent test we are ready to be killed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int fd = std::atoi(ready_fd);
+  ASSERT_EQ(::write(fd, "r", 1), 1);
+  for (;;) ::pause();  // SIGKILLed here
+}
+
+// Several threads spawn and stop while others run the same io_context: no hang (Boost.Process 1.81's fork-based
+// launcher deadlocks here), no zombie, no descriptor leak.
+TEST(SpawnStress, ConcurrentSpawnsWhileIoThreadsRun) {
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  {
+    // Create the io_context's own descriptors (epoll, eventfd, timerfd) before taking the baseline.
+    asio::steady_timer t(io, std::chrono::milliseconds(1));
+    t.wait();
+    auto warm = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT, .args = {"exit", "0"},
+                                                 .reaper_path = AGENTHOST_REAPER});
+    ASSERT_TRUE(warm);
+    std::optional<stop_report> r;
+    warm->async_stop({}, [&](boost::system::error_code, stop_report rep) { r = rep; });
+    ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
+  }
+  const int fds = open_fd_count();
+  const std::string token = random_token();
+  std::vector<std::thread> io_threads;
+  for (int i = 0; i < 2; ++i) io_threads.emplace_back([&] { io.run(); });
+  std::atomic<int> spawned{0}, failures{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  std::vector<std::thread> spawners;
+  for (int t = 0; t < 3; ++t) {
+    spawners.emplace_back([&] {
+      while (std::chrono::steady_clock::now() < deadline) {
+        // Each child gets its own strand-free executor use: all its operations are started from this thread and
+        // completed on io threads, so serialize through a promise.
+        auto strand = asio::make_strand(io);
+        auto c = child::spawn(strand, {.executable = AGENTHOST_FAKE_AGENT,
+                                       .args = {"stdout", "x", "exit", "0"},
+                                       .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+                                       .reaper_path = AGENTHOST_REAPER});
+        if (!c) {
+          ++failures;
+          continue;
+        }
+        std::promise<void> done;
+        asio::post(strand, [&] {
+          c->async_stop(stop_policy::kill_now(), [&](boost::system::error_code, stop_report) { done.set_value(); });
+        });
+        if (done.get_future().wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+          ++failures;
+          std::abort();  // a hang: fail loudly rather than block the suite
+        }
+        std::promise<void> destroyed;
+        asio::post(strand, [&] {
+          auto gone = std::move(*c);
+          destroyed.set_value();
+        });
+        destroyed.get_future().wait();
+        ++spawned;
+      }
+    });
+  }
+  for (auto& t : spawners) t.join();
+  work.reset();
+  io.stop();
+  for (auto& t : io_threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(spawned.load(), 10);
+  EXPECT_EQ(zombie_children(), 0);
+  EXPECT_EQ(open_fd_count(), fds);
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+}
+
+}  // namespace
