@@ -180,6 +180,8 @@ pi_event_parser::pi_event_parser() = default;
 error_code pi_event_parser::parse(std::string_view line) {
   ev_.reset();
   arena_.clear();
+  deferred_partial_ = {};
+  deferred_message_ = {};
   const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
   if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
     // A huge line grew the buffer and the parser's index: give that memory back.
@@ -205,7 +207,35 @@ error_code pi_event_parser::parse(std::string_view line) {
   // Nothing but whitespace may follow the object.
   const char* location = nullptr;
   if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+
+  // Objects met before we knew whether they were needed.
+  x_event& ev = ev_;
+  if (ev.kind == event_kind::message_update) {
+    if (ev.has_update && ev.needs_snapshot() && !ev.has_snapshot) {
+      const std::string_view raw = !deferred_partial_.empty() ? deferred_partial_ : deferred_message_;
+      if (!raw.empty()) {
+        if (auto e = parse_deferred(raw, ev.snapshot, true)) return e;
+        ev.has_snapshot = ev.snapshot.present;
+      }
+    }
+  } else if (!deferred_message_.empty() &&
+             (ev.kind == event_kind::message_start || ev.kind == event_kind::message_end ||
+              ev.kind == event_kind::turn_end)) {
+    if (auto e = parse_deferred(deferred_message_, ev.message, false)) return e;
+  }
   return simdjson::SUCCESS;
+}
+
+error_code pi_event_parser::parse_deferred(std::string_view raw, x_message& m, bool snapshot_only) {
+  // `raw` lies inside buffer_, which has at least SIMDJSON_PADDING bytes after the line.
+  const std::size_t offset = static_cast<std::size_t>(raw.data() - buffer_.get());
+  od::document doc;
+  if (auto e = deferred_parser_.iterate(raw.data(), raw.size(), capacity_ - offset).get(doc)) return e;
+  od::value v;
+  if (auto e = doc.get_value().get(v)) return e;
+  m.reset();
+  // Strings now point into deferred_parser_'s buffers, valid until the next line.
+  return parse_message(v, m, snapshot_only);
 }
 
 error_code pi_event_parser::parse_root(od::object root) {
@@ -234,13 +264,22 @@ error_code pi_event_parser::parse_root(od::object root) {
         if (auto e = parse_update(v)) return e;
       }
     } else if (key == "message") {
-      if (k == event_kind::message_update && ev.has_type) {
+      if (any || (k == event_kind::message_update && !ev.has_update)) {
+        // Not known yet whether (or how) it is needed: keep its raw JSON for after the loop.
+        od::object obj;
+        const auto e = v.get_object().get(obj);
+        if (e == simdjson::SUCCESS) {
+          if (auto e2 = obj.raw_json().get(deferred_message_)) return e2;
+        } else if (!is_type_mismatch(e)) {
+          return e;
+        }
+      } else if (k == event_kind::message_update) {
         // The cumulative snapshot (≤ 0.83): read only when the update had neither delta nor final content.
-        if (ev.has_update && ev.needs_snapshot() && !ev.has_snapshot) {
+        if (ev.needs_snapshot() && !ev.has_snapshot && deferred_partial_.empty()) {
           if (auto e = parse_message(v, ev.snapshot, true)) return e;
           ev.has_snapshot = ev.snapshot.present;
         }
-      } else if (any || k == event_kind::message_start || k == event_kind::message_end || k == event_kind::turn_end) {
+      } else if (k == event_kind::message_start || k == event_kind::message_end || k == event_kind::turn_end) {
         if (auto e = parse_message(v, ev.message, false)) return e;
       }
     } else if (key == "toolResults") {
@@ -339,7 +378,15 @@ error_code pi_event_parser::parse_update(od::value v) {
       if (auto e = opt_string(fv, ev.update_tool_name, arena_)) return e;
     } else if (key == "partial") {
       // Skipped (the bulky cumulative snapshot) unless this update carries neither a delta nor final content.
-      if (ev.needs_snapshot() && !ev.has_snapshot) {
+      if (ev.update == update_kind::unknown) {
+        od::object partial;  // `type` not seen yet: decide after the loop
+        const auto e = fv.get_object().get(partial);
+        if (e == simdjson::SUCCESS) {
+          if (auto e2 = partial.raw_json().get(deferred_partial_)) return e2;
+        } else if (!is_type_mismatch(e)) {
+          return e;
+        }
+      } else if (ev.needs_snapshot() && !ev.has_snapshot) {
         if (auto e = parse_message(fv, ev.snapshot, true)) return e;
         ev.has_snapshot = ev.snapshot.present;
       }

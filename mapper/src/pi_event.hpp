@@ -158,6 +158,14 @@ class pi_event_parser {
   simdjson::error_code parse_block(od::object o, x_block& b, bool with_arguments);
   simdjson::error_code parse_usage(od::value v, x_usage& u);
   simdjson::error_code parse_tool_results(od::value v);
+  simdjson::error_code parse_deferred(std::string_view raw, x_message& m, bool snapshot_only);
+
+  // Keys are not ordered in JSON: an object met before the field that says whether it is needed (a `partial`
+  // before `delta`, a `message` before `type`) is remembered as raw JSON and parsed afterwards if needed, with a
+  // second parser (pi itself always writes `type` and `delta` first, so this is the unusual path).
+  std::string_view deferred_partial_;
+  std::string_view deferred_message_;
+  od::parser deferred_parser_;
 
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;

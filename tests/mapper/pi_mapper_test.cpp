@@ -1,1 +1,617 @@
-#include <gtest/gtest.h>
+// Behavioural tests of the pi mapper: exact texts, both wire formats, snapshots, thinking, tools, terminals, bad input.
+#include "pi_test_util.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace agenthost::mapper::test {
+namespace {
+
+const std::string kToolTurn = "pi-0.73.1-json-tool-turn.jsonl";
+const std::string kThinking = "pi-0.73.1-json-thinking.jsonl";
+const std::string kDerivedToolTurn = "derived-1.x-delta-only-tool-turn.jsonl";
+const std::string kHttp400 = "pi-0.73.1-json-http400-error.jsonl";
+const std::string kRetry503 = "pi-0.73.1-json-503-auto-retry.jsonl";
+
+const std::string kThinkingText =
+    "Let me think about this carefully. First, the question is simple. Second, no tool is needed. Third, I will "
+    "answer briefly and include a greeting: 你好。 Done thinking.";
+const std::string kThinkingAnswer = "After thinking it over: the answer is 42. 你好，世界!";
+
+const message& terminal(const std::vector<message>& out) { return out.back(); }
+
+/// Rewrite lines of a snapshot-era capture: drop `delta` (and the final `content` of *_end) so that only the
+/// cumulative snapshots remain; optionally drop `partial` too (then only the top-level `message` snapshot remains).
+/// With `Json` = nlohmann::ordered_json pi's key order is kept; with nlohmann::json keys come out sorted (`partial`
+/// before `type`, `message` before `type`), which exercises the mapper's order independence.
+template <class Json>
+std::vector<std::string> snapshots_only(const std::vector<std::string>& lines, bool drop_partial) {
+  std::vector<std::string> r;
+  for (const auto& l : lines) {
+    Json j = Json::parse(l);
+    if (j.value("type", "") == "message_update") {
+      auto& ame = j["assistantMessageEvent"];
+      const std::string t = ame.value("type", "");
+      if (t == "text_delta" || t == "thinking_delta") ame.erase("delta");
+      if (t == "text_end" || t == "thinking_end") ame.erase("content");
+      if (drop_partial) ame.erase("partial");
+    }
+    r.push_back(j.dump());
+  }
+  return r;
+}
+
+/// The same transcript with every object's keys sorted (so `type` is no longer first).
+std::vector<std::string> sorted_keys(const std::vector<std::string>& lines) {
+  std::vector<std::string> r;
+  for (const auto& l : lines) r.push_back(json::parse(l).dump());
+  return r;
+}
+
+// ---- text ------------------------------------------------------------------------------------------------------------
+
+TEST(PiMapper, ConcatenatedDeltasEqualTheFinalText) {
+  for (const auto& input : {kToolTurn, kThinking, kDerivedToolTurn,
+                            std::string("synthetic/derived-1.x-delta-only-thinking.jsonl"),
+                            std::string("synthetic/whitespace-snapshots.jsonl"),
+                            std::string("synthetic/length-cjk.jsonl"), std::string("synthetic/invalid-lines.jsonl")}) {
+    SCOPED_TRACE(input);
+    const auto out = run_mapper(read_lines(fixture_path(input)));
+    expect_valid_run(out);
+    ASSERT_EQ(terminal(out).type, message_type::terminal_completed);
+    EXPECT_EQ(assistant_text(out), terminal(out).content.at("text").get<std::string>());
+  }
+  const auto out = run_mapper(read_lines(fixture_path(kThinking)));
+  EXPECT_EQ(assistant_text(out), kThinkingAnswer);
+  EXPECT_EQ(texts(out, message_type::assistant).size(), 11u);  // one message per delta, none merged or lost
+}
+
+TEST(PiMapper, BothWireFormatsGiveTheSameMessages) {
+  const auto snapshot_era = run_mapper(read_lines(fixture_path(kToolTurn)));
+  const auto delta_only = run_mapper(read_lines(fixture_path(kDerivedToolTurn)));
+  EXPECT_EQ(to_jsonl(snapshot_era), to_jsonl(delta_only));
+  const auto thinking = run_mapper(read_lines(fixture_path(kThinking)));
+  const auto thinking_delta_only =
+      run_mapper(read_lines(fixture_path("synthetic/derived-1.x-delta-only-thinking.jsonl")));
+  EXPECT_EQ(to_jsonl(thinking), to_jsonl(thinking_delta_only));
+}
+
+TEST(PiMapper, CumulativeSnapshotsWithoutDeltaGiveTheSameMessages) {
+  for (const auto& input : {kToolTurn, kThinking}) {
+    SCOPED_TRACE(input);
+    const auto lines = read_lines(fixture_path(input));
+    const auto reference = to_jsonl(run_mapper(lines));
+    // From assistantMessageEvent.partial, then from the top-level message; in pi's key order and sorted.
+    EXPECT_EQ(to_jsonl(run_mapper(snapshots_only<nlohmann::ordered_json>(lines, false))), reference);
+    EXPECT_EQ(to_jsonl(run_mapper(snapshots_only<nlohmann::ordered_json>(lines, true))), reference);
+    EXPECT_EQ(to_jsonl(run_mapper(snapshots_only<json>(lines, false))), reference);
+    EXPECT_EQ(to_jsonl(run_mapper(snapshots_only<json>(lines, true))), reference);
+  }
+}
+
+TEST(PiMapper, KeyOrderDoesNotMatter) {
+  for (const auto& input : {kToolTurn, kThinking, kDerivedToolTurn, kRetry503,
+                            std::string("synthetic/tool-result-before-call.jsonl"),
+                            std::string("synthetic/compaction.jsonl")}) {
+    SCOPED_TRACE(input);
+    const auto lines = read_lines(fixture_path(input));
+    EXPECT_EQ(to_jsonl(run_mapper(sorted_keys(lines))), to_jsonl(run_mapper(lines)));
+  }
+}
+
+TEST(PiMapper, KeepsWhitespaceOnlyFragments) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/whitespace-snapshots.jsonl")));
+  EXPECT_EQ(texts(out, message_type::assistant),
+            (std::vector<std::string>{"## Heading", "\n\n", "- [x] 1.1 item", " ", "tail"}));
+}
+
+TEST(PiMapper, NeverDerivesTextFromAStartSnapshot) {
+  // thinking_start/text_start partials already hold the first delta's text (measured with pi 0.73.1).
+  const auto out = run_mapper(read_lines(fixture_path(kToolTurn)));
+  EXPECT_EQ(texts(out, message_type::assistant), (std::vector<std::string>{"The command ", "printed `hello`."}));
+}
+
+TEST(PiMapper, DeduplicatesReplayedAssistantPrefixAfterToolTurns) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/cross-turn-replay.jsonl")));
+  expect_valid_run(out);
+  EXPECT_EQ(texts(out, message_type::assistant), (std::vector<std::string>{"Alpha", "Beta"}));
+  EXPECT_EQ(of_type(out, message_type::tool_call).size(), 1u);
+  EXPECT_EQ(of_type(out, message_type::tool_completed).size(), 1u);
+  EXPECT_EQ(terminal(out).content.at("text"), "AlphaBeta");
+}
+
+TEST(PiMapper, DoesNotTruncateAMessageThatMerelyBeginsLikeThePreviousOne) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/replay-lookalike.jsonl")));
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out),
+            "I will run the tests."        // turn 1
+            "I will run the linter now."   // turn 2: diverges inside turn 1's text → whole
+            "I will run"                   // turn 3: a prefix of turn 2's text → whole
+            "I will run"                   // turn 4: equal to turn 3's text → whole
+            "Linting passed; now running the full test suite."  // turn 5
+            " All 42 tests pass.");        // final turn replayed turn 5, then continued: only the new part
+  // Held text is released when its block ends, before the tool call of the same message.
+  const auto turn3 = std::find_if(out.begin(), out.end(), [](const message& m) {
+    return m.type == message_type::tool_call && m.content.at("tool_call_id") == "call_3";
+  });
+  ASSERT_NE(turn3, out.end());
+  EXPECT_EQ((turn3 - 1)->type, message_type::assistant);
+  EXPECT_EQ((turn3 - 1)->content.at("text"), "I will run");
+}
+
+TEST(PiMapper, ReplayDedupeCanBeDisabled) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/cross-turn-replay.jsonl")),
+                              {.dedupe_replayed_text = false});
+  EXPECT_EQ(texts(out, message_type::assistant), (std::vector<std::string>{"Alpha", "AlphaBeta"}));
+}
+
+TEST(PiMapper, ReportsADivergingFinalText) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/final-text-divergence.jsonl")));
+  expect_valid_run(out);
+  // (a) message_end carries more than was streamed: the missing suffix is emitted.
+  EXPECT_EQ(texts(out, message_type::assistant)[2], " 42.");
+  // (b) message_end contradicts the stream: a warning with the final text, and the terminal's text is the final one.
+  const auto warnings = of_type(out, message_type::status);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].content.at("kind"), "warning");
+  EXPECT_EQ(warnings[0].content.at("code"), "text_diverged");
+  EXPECT_EQ(warnings[0].content.at("final_text"), "Checked: one failure.");
+  EXPECT_EQ(terminal(out).content.at("text"), "Checked: one failure.");
+  EXPECT_EQ(terminal(out).content.at("text_diverged"), true);
+}
+
+TEST(PiMapper, LoneSurrogateInADeltaIsReplacedNotFatal) {
+  // JSON.stringify escapes a UTF-16 pair split across deltas as lone surrogates.
+  const std::vector<std::string> lines{
+      R"({"type":"session","id":"s","cwd":"/"})",
+      R"({"type":"message_start","message":{"role":"assistant","content":[],"stopReason":"pending"}})",
+      R"({"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"a\ud83d"}})",
+      R"({"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"\ude00b"}})",
+      R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"a\ud83d\ude00b"}],"stopReason":"stop"}})",
+      R"({"type":"agent_end","messages":[]})"};
+  pi_mapper mapper;
+  std::vector<message> out;
+  for (const auto& l : lines) mapper.on_line(l, out);
+  mapper.finish({.status = process::exited{0}}, out);
+  expect_valid_run(out);
+  EXPECT_EQ(mapper.stats().invalid_lines, 0u);
+  EXPECT_EQ(texts(out, message_type::assistant)[0], "a\xEF\xBF\xBD");
+  EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
+  EXPECT_EQ(terminal(out).content.at("text"), "a\xF0\x9F\x98\x80" "b");
+}
+
+// ---- thinking --------------------------------------------------------------------------------------------------------
+
+TEST(PiMapper, ThinkingIsBufferedUntilTheFinalTurnAndNothingIsLost) {
+  const auto out = run_mapper(read_lines(fixture_path(kToolTurn)));
+  // The thinking of the tool-use turn is kept and released when the final turn ends, after its text.
+  EXPECT_EQ(texts(out, message_type::assistant_thought),
+            (std::vector<std::string>{"The user wants me to run echo."}));
+  const auto names = type_names(out);
+  EXPECT_EQ(names, (std::vector<std::string>{"session.started", "tool.call", "tool.update", "tool.completed",
+                                             "assistant", "assistant", "assistant.thought", "terminal.completed"}));
+  const auto thinking = run_mapper(read_lines(fixture_path(kThinking)));
+  EXPECT_EQ(texts(thinking, message_type::assistant_thought), (std::vector<std::string>{kThinkingText}));
+}
+
+TEST(PiMapper, StreamModeReleasesThinkingAsEachBlockCompletes) {
+  const auto out = run_mapper(read_lines(fixture_path(kToolTurn)), {.thinking = thinking_mode::stream});
+  // thinking_end (contentIndex 0) arrives after the toolcall deltas of contentIndex 1 but before toolcall_end.
+  EXPECT_EQ(type_names(out), (std::vector<std::string>{"session.started", "assistant.thought", "tool.call",
+                                                       "tool.update", "tool.completed", "assistant", "assistant",
+                                                       "terminal.completed"}));
+  EXPECT_EQ(texts(out, message_type::assistant_thought),
+            (std::vector<std::string>{"The user wants me to run echo."}));
+}
+
+TEST(PiMapper, BufferedThinkingIsReleasedWhenTheStreamIsCutShort) {
+  auto lines = read_lines(fixture_path(kToolTurn));
+  lines.resize(12);  // ends inside the first assistant message, after its thinking_end
+  for (const auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
+    const auto out = run_mapper(lines, {.thinking = mode});
+    expect_valid_run(out);
+    EXPECT_EQ(texts(out, message_type::assistant_thought),
+              (std::vector<std::string>{"The user wants me to run echo."}));
+  }
+  lines.resize(9);  // inside the thinking deltas: what was streamed so far
+  const auto out = run_mapper(lines);
+  EXPECT_EQ(texts(out, message_type::assistant_thought), (std::vector<std::string>{"The user wants me to run echo."}));
+  lines.resize(8);
+  EXPECT_EQ(texts(run_mapper(lines), message_type::assistant_thought),
+            (std::vector<std::string>{"The user wants "}));
+}
+
+// ---- tools -------------------------------------------------------------------------------------------------------------
+
+TEST(PiMapper, ToolCallIsDeduplicatedAcrossAllItsSources) {
+  const auto out = run_mapper(read_lines(fixture_path(kToolTurn)));
+  const auto calls = of_type(out, message_type::tool_call);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].content.at("tool_call_id"), "call_1");
+  EXPECT_EQ(calls[0].content.at("name"), "bash");
+  EXPECT_EQ(calls[0].content.at("input"), (json{{"command", "echo hello"}}));
+  const auto updates = of_type(out, message_type::tool_update);
+  ASSERT_EQ(updates.size(), 1u);  // the empty first partialResult and repeats are not reported
+  EXPECT_EQ(updates[0].content.at("output"), "hello\n");
+  const auto done = of_type(out, message_type::tool_completed);
+  ASSERT_EQ(done.size(), 1u);  // tool_execution_end, toolResult message_end and turn_end.toolResults: one result
+  EXPECT_EQ(done[0].content.at("output"), "hello\n");
+}
+
+TEST(PiMapper, PartialResultsReplaceEachOther) {
+  const std::vector<std::string> lines{
+      R"({"type":"session","id":"s"})",
+      R"({"type":"tool_execution_start","toolCallId":"t","toolName":"bash","args":{"command":"seq 3"}})",
+      R"({"type":"tool_execution_update","toolCallId":"t","toolName":"bash","partialResult":{"content":[{"type":"text","text":"1\n"}]}})",
+      R"({"type":"tool_execution_update","toolCallId":"t","toolName":"bash","partialResult":{"content":[{"type":"text","text":"1\n2\n"}]}})",
+      R"({"type":"tool_execution_update","toolCallId":"t","toolName":"bash","partialResult":{"content":[{"type":"text","text":"1\n2\n"}]}})",
+      R"({"type":"tool_execution_end","toolCallId":"t","toolName":"bash","result":{"content":[{"type":"text","text":"1\n2\n3\n"}]},"isError":false})"};
+  const auto out = run_mapper(lines);
+  expect_valid_run(out);
+  std::vector<std::string> outputs;
+  for (const auto& m : of_type(out, message_type::tool_update)) outputs.push_back(m.content.at("output"));
+  EXPECT_EQ(outputs, (std::vector<std::string>{"1\n", "1\n2\n"}));
+  EXPECT_EQ(of_type(out, message_type::tool_completed)[0].content.at("output"), "1\n2\n3\n");
+}
+
+TEST(PiMapper, ToolResultBeforeItsCallAndToolsThatFailBeforeRunning) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/tool-result-before-call.jsonl")));
+  expect_valid_run(out);
+  const auto calls = of_type(out, message_type::tool_call);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].content.at("tool_call_id"), "call_a");
+  EXPECT_EQ(calls[0].content.at("synthesized"), true);
+  const auto failed = of_type(out, message_type::tool_failed);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].content.at("error"), "Tool nope not found");
+}
+
+TEST(PiMapper, OpenToolCallsAreClosedAsFailedWhenTheRunEnds) {
+  auto lines = read_lines(fixture_path(kToolTurn));
+  lines.resize(17);  // after tool_execution_update, before tool_execution_end
+  for (const auto& end : {run_end{.status = process::exited{0}}, run_end{.cancelled = true},
+                          run_end{.timeout = "deadline"}, run_end{.status = process::signaled{15}}}) {
+    const auto out = run_mapper(lines, {}, end);
+    expect_valid_run(out);
+    const auto failed = of_type(out, message_type::tool_failed);
+    ASSERT_EQ(failed.size(), 1u);
+    EXPECT_EQ(failed[0].content.at("tool_call_id"), "call_1");
+    EXPECT_EQ(failed[0].content.at("closed_by_finish"), true);
+  }
+  const auto cancelled = run_mapper(lines, {}, {.cancelled = true});
+  EXPECT_EQ(terminal(cancelled).type, message_type::terminal_cancelled);
+}
+
+// ---- terminal -----------------------------------------------------------------------------------------------------------
+
+TEST(PiMapper, Http400WithExitZeroIsAFailure) {
+  const auto out = run_mapper(read_lines(fixture_path(kHttp400)));
+  expect_valid_run(out);
+  const auto& t = terminal(out);
+  ASSERT_EQ(t.type, message_type::terminal_failed);
+  EXPECT_EQ(t.content.at("reason"), "agent_error");
+  EXPECT_EQ(t.content.at("text"), "400 fake bad request");
+  EXPECT_EQ(t.content.at("http_status"), 400);
+  EXPECT_EQ(t.content.at("retryable"), false);
+  EXPECT_EQ(t.content.at("stop_reason"), "error");
+}
+
+TEST(PiMapper, AutoRetryCyclesAreStatusAndTheFinalFailureIsRetryable) {
+  pi_mapper mapper;
+  std::vector<message> out;
+  std::vector<bool> finished_after_agent_end, finished_after_retry_start;
+  for (const auto& l : read_lines(fixture_path(kRetry503))) {
+    mapper.on_line(l, out);
+    if (l.find(R"("type":"agent_end")") != std::string::npos) finished_after_agent_end.push_back(mapper.agent_finished());
+    if (l.find(R"("type":"auto_retry_start")") != std::string::npos) {
+      finished_after_retry_start.push_back(mapper.agent_finished());
+    }
+  }
+  EXPECT_EQ(finished_after_agent_end, (std::vector<bool>{true, true, true, true}));
+  EXPECT_EQ(finished_after_retry_start, (std::vector<bool>{false, false, false}));
+  EXPECT_TRUE(mapper.agent_finished());
+  mapper.finish({.status = process::exited{0}}, out);
+  expect_valid_run(out);
+  const auto statuses = of_type(out, message_type::status);
+  ASSERT_EQ(statuses.size(), 4u);
+  for (const auto& s : statuses) EXPECT_EQ(s.content.at("kind"), "retry");
+  EXPECT_EQ(statuses[0].content.at("attempt"), 1);
+  EXPECT_EQ(statuses[0].content.at("delay_ms"), 2000);
+  EXPECT_EQ(statuses[3].content.at("success"), false);
+  const auto& t = terminal(out);
+  ASSERT_EQ(t.type, message_type::terminal_failed);
+  EXPECT_EQ(t.content.at("reason"), "agent_error");
+  EXPECT_EQ(t.content.at("http_status"), 503);
+  EXPECT_EQ(t.content.at("retryable"), true);
+}
+
+TEST(PiMapper, AgentEndIsNotTerminalWhenARetryOrCompactionFollows) {
+  pi_mapper mapper;
+  std::vector<message> out;
+  mapper.on_line(R"({"type":"agent_end","messages":[],"willRetry":true})", out);
+  EXPECT_FALSE(mapper.agent_finished());
+  mapper.on_line(R"({"type":"agent_settled","aborted":false})", out);
+  EXPECT_TRUE(mapper.agent_finished());
+  mapper.on_line(R"({"type":"agent_start"})", out);
+  EXPECT_FALSE(mapper.agent_finished());
+  mapper.on_line(R"({"type":"agent_end","messages":[]})", out);
+  EXPECT_TRUE(mapper.agent_finished());
+  mapper.on_line(R"({"type":"auto_compaction_start","reason":"threshold"})", out);
+  EXPECT_FALSE(mapper.agent_finished());
+  mapper.on_line(R"({"type":"auto_compaction_end","aborted":false,"willRetry":true})", out);
+  EXPECT_FALSE(mapper.agent_finished());
+  mapper.on_line(R"({"type":"agent_start"})", out);
+  mapper.on_line(R"({"type":"agent_end","messages":[],"willRetry":false})", out);
+  EXPECT_TRUE(mapper.agent_finished());
+  mapper.on_line(R"({"type":"compaction_start","reason":"threshold"})", out);
+  mapper.on_line(R"({"type":"compaction_end","reason":"threshold","aborted":false,"willRetry":false})", out);
+  EXPECT_TRUE(mapper.agent_finished());
+
+  const auto compaction = run_mapper(read_lines(fixture_path("synthetic/compaction.jsonl")));
+  expect_valid_run(compaction);
+  EXPECT_EQ(terminal(compaction).type, message_type::terminal_completed);
+  EXPECT_EQ(of_type(compaction, message_type::status).size(), 4u);
+}
+
+TEST(PiMapper, LengthStopIsCompletedAndTruncated) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/length-cjk.jsonl")));
+  const auto& t = terminal(out);
+  ASSERT_EQ(t.type, message_type::terminal_completed);
+  EXPECT_EQ(t.content.at("truncated"), true);
+  EXPECT_EQ(t.content.at("text"), "你好，世界! 😀 and more");
+  EXPECT_EQ(texts(out, message_type::assistant_thought), (std::vector<std::string>{"想一想。"}));
+}
+
+TEST(PiMapper, EveryTruncationOfAStreamIsAWellFormedRun) {
+  for (const auto& input : {kToolTurn, kDerivedToolTurn, kRetry503}) {
+    const auto lines = read_lines(fixture_path(input));
+    for (std::size_t n = 0; n <= lines.size(); ++n) {
+      SCOPED_TRACE(input + " cut after " + std::to_string(n) + " lines");
+      const std::vector<std::string> prefix(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(n));
+      pi_mapper mapper;
+      std::vector<message> out;
+      for (const auto& l : prefix) mapper.on_line(l, out);
+      const bool finished = mapper.agent_finished();
+      mapper.finish({.status = process::exited{0}}, out);
+      expect_valid_run(out);
+      const auto& t = terminal(out);
+      if (!finished) {
+        ASSERT_EQ(t.type, message_type::terminal_failed);
+        EXPECT_EQ(t.content.at("reason"), "no_terminal_event");
+      }
+    }
+  }
+}
+
+TEST(PiMapper, NonZeroExitAndSignalsAreAlwaysFailures) {
+  const auto lines = read_lines(fixture_path(kToolTurn));  // a run that completed
+  auto out = run_mapper(lines, {}, {.status = process::exited{2}, .stderr_tail = "line 1\nfatal: boom\n"});
+  EXPECT_EQ(terminal(out).type, message_type::terminal_failed);
+  EXPECT_EQ(terminal(out).content.at("reason"), "exited");
+  EXPECT_EQ(terminal(out).content.at("exit_code"), 2);
+  EXPECT_EQ(terminal(out).content.at("stderr"), "line 1\nfatal: boom\n");
+  EXPECT_NE(terminal(out).content.at("text").get<std::string>().find("fatal: boom"), std::string::npos);
+  out = run_mapper(lines, {}, {.status = process::signaled{2}});
+  EXPECT_EQ(terminal(out).content.at("reason"), "signaled");
+  EXPECT_EQ(terminal(out).content.at("signal"), 2);
+  EXPECT_FALSE(terminal(out).content.contains("exit_code"));
+  // The provider stopped pi itself after it finished (pi can hang after its last event): decided from the events.
+  out = run_mapper(lines, {}, {.status = process::signaled{15}, .stopped_after_finish = true});
+  EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
+  EXPECT_EQ(terminal(out).content.at("stopped_after_finish"), true);
+  // …but only when pi had finished.
+  auto cut = lines;
+  cut.resize(20);
+  out = run_mapper(cut, {}, {.status = process::signaled{15}, .stopped_after_finish = true});
+  EXPECT_EQ(terminal(out).content.at("reason"), "signaled");
+}
+
+TEST(PiMapper, ExitZeroAloneIsNeverSuccess) {
+  // No event at all.
+  auto out = run_mapper({});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(terminal(out).content.at("reason"), "no_terminal_event");
+  // agent_end without any assistant message.
+  out = run_mapper({R"({"type":"session","id":"s"})", R"({"type":"agent_end","messages":[]})"});
+  EXPECT_EQ(terminal(out).content.at("reason"), "protocol");
+  // A final message whose stopReason is still "pending" / unknown.
+  out = run_mapper({R"({"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"deferred"}})",
+                    R"({"type":"agent_end","messages":[]})"});
+  EXPECT_EQ(terminal(out).content.at("reason"), "protocol");
+}
+
+TEST(PiMapper, InvalidJsonOnlyOutputIsATerminalFailure) {
+  const auto out = run_mapper({"plain text preamble", "this is not json"});
+  ASSERT_EQ(out.size(), 1u);
+  const auto& t = terminal(out);
+  EXPECT_EQ(t.type, message_type::terminal_failed);
+  EXPECT_NE(t.content.at("text").get<std::string>().find("non-JSON"), std::string::npos);
+  EXPECT_EQ(t.content.at("invalid_output_lines"), (json{"plain text preamble", "this is not json"}));
+}
+
+TEST(PiMapper, DuplicateTerminalEventsAndRepeatedFinishGiveOneTerminal) {
+  pi_mapper mapper;
+  std::vector<message> out;
+  for (const auto& l : read_lines(fixture_path("synthetic/duplicate-terminal.jsonl"))) mapper.on_line(l, out);
+  mapper.finish({.status = process::exited{0}}, out);
+  const auto size = out.size();
+  mapper.finish({.status = process::exited{1}}, out);
+  mapper.on_line(R"({"type":"agent_start"})", out);
+  EXPECT_EQ(out.size(), size);
+  expect_valid_run(out);
+  EXPECT_EQ(texts(out, message_type::assistant), (std::vector<std::string>{"Once."}));
+}
+
+TEST(PiMapper, TimeoutAndCancellation) {
+  const auto lines = read_lines(fixture_path(kToolTurn));
+  auto out = run_mapper(lines, {}, {.timeout = "first_event"});
+  EXPECT_EQ(terminal(out).content.at("reason"), "timeout");
+  EXPECT_EQ(terminal(out).content.at("timeout"), "first_event");
+  out = run_mapper(lines, {}, {.cancelled = true});
+  EXPECT_EQ(terminal(out).type, message_type::terminal_cancelled);
+  expect_valid_run(out);
+}
+
+// ---- session, usage, stats --------------------------------------------------------------------------------------------
+
+TEST(PiMapper, SessionStartedResumedRestarted) {
+  const auto lines = read_lines(fixture_path(kToolTurn));
+  auto out = run_mapper(lines);
+  EXPECT_EQ(out[0].type, message_type::session_started);
+  EXPECT_EQ(out[0].content.at("session_id"), "01a228a3-d083-76d7-a9f9-b93789e48028");
+  EXPECT_EQ(out[0].content.at("cwd"), "/home/user/project");
+  EXPECT_EQ(out[0].content.at("agent"), "pi");
+  out = run_mapper(lines, {.requested_session_id = "01a228a3-d083-76d7-a9f9-b93789e48028"});
+  EXPECT_EQ(out[0].type, message_type::session_resumed);
+  EXPECT_EQ(out[0].content.at("resume"), "resumed");
+  out = run_mapper(lines, {.requested_session_id = "01a228a3"});  // pi accepts a partial id
+  EXPECT_EQ(out[0].content.at("resume"), "resumed");
+  out = run_mapper(lines, {.requested_session_id = "ffff"});
+  EXPECT_EQ(out[0].type, message_type::session_resumed);
+  EXPECT_EQ(out[0].content.at("resume"), "restarted");
+  EXPECT_EQ(out[0].content.at("requested_session_id"), "ffff");
+  out = run_mapper(lines, {.agent = "omp"});
+  EXPECT_EQ(out[0].content.at("agent"), "omp");
+}
+
+TEST(PiMapper, UsageIsSummedOverAssistantMessages) {
+  const auto out = run_mapper(read_lines(fixture_path(kToolTurn)));
+  const auto& usage = terminal(out).content.at("usage");
+  EXPECT_EQ(usage.at("input_tokens"), 280);
+  EXPECT_EQ(usage.at("output_tokens"), 28);
+  EXPECT_EQ(usage.at("total_tokens"), 308);
+  EXPECT_EQ(usage.at("cost").at("total"), 0.0);
+}
+
+TEST(PiMapper, StatsCountLinesBytesAndInvalidLines) {
+  pi_mapper mapper;
+  std::vector<message> out;
+  mapper.on_line(R"({"type":"agent_start"})", out);
+  mapper.on_line("nope", out);
+  mapper.on_line("", out);
+  mapper.on_oversize_line(R"({"type":"message_update")", 10'000'000, out);
+  EXPECT_EQ(mapper.stats().lines, 4u);
+  EXPECT_EQ(mapper.stats().bytes, 22u + 4u + 10'000'000u);
+  EXPECT_EQ(mapper.stats().invalid_lines, 2u);
+}
+
+// ---- bad input ----------------------------------------------------------------------------------------------------------
+
+TEST(PiMapper, BadLinesNeverStopTheStreamAndAreReportedBounded) {
+  const auto out = run_mapper(read_lines(fixture_path("synthetic/invalid-lines.jsonl")),
+                              {.max_invalid_lines = 5, .max_invalid_line_bytes = 16});
+  expect_valid_run(out);
+  const auto& t = terminal(out);
+  ASSERT_EQ(t.type, message_type::terminal_completed);  // a completed run stays completed
+  EXPECT_EQ(assistant_text(out), "Hello, world");
+  EXPECT_EQ(t.content.at("invalid_output_line_count"), 13);
+  const auto& kept = t.content.at("invalid_output_lines");
+  ASSERT_EQ(kept.size(), 5u);
+  EXPECT_EQ(kept[0].get<std::string>(), "plain text pream\xE2\x80\xA6");  // 16 bytes kept, then an ellipsis
+  for (const auto& l : kept) EXPECT_LE(l.get<std::string>().size(), 16u + 3u);
+}
+
+TEST(PiMapper, NonObjectsMissingTypesAndTrailingContentAreInvalid) {
+  for (const std::string& bad : std::vector<std::string>{"[1]", "\"s\"", "1", "null", "{}", R"({"type":null})", R"({"type":{"a":1}})",
+                                R"({"type":"agent_end"}{"type":"agent_end"})", R"({"type":"agent_end"} x)",
+                                R"({"type":"agent_end")", std::string("{\"type\":\"agent_end\"}\0", 21),
+                                std::string("\0", 1), "{\"type\":\"agent_end\",\"x\":\"\xC3\x28\"}"}) {
+    SCOPED_TRACE(bad);
+    pi_mapper mapper;
+    std::vector<message> out;
+    mapper.on_line(bad, out);
+    EXPECT_TRUE(out.empty());
+    EXPECT_EQ(mapper.stats().invalid_lines, 1u);
+    EXPECT_FALSE(mapper.agent_finished());
+  }
+  // Unknown but valid event types are ignored, not errors.
+  pi_mapper mapper;
+  std::vector<message> out;
+  mapper.on_line(R"({"type":"queue_update","steering":[],"followUp":[]})", out);
+  mapper.on_line(R"(  {"type":"thinking_level_changed","level":"high"}  )", out);
+  EXPECT_EQ(mapper.stats().invalid_lines, 0u);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(PiMapper, DeeplyNestedJsonDoesNotOverflowTheStack) {
+  const std::string depth(1'000'000, '[');
+  const std::string close(1'000'000, ']');
+  pi_mapper mapper;
+  std::vector<message> out;
+  // In a field the mapper skips: valid, cheap.
+  mapper.on_line(R"({"type":"agent_start","junk":)" + depth + close + "}", out);
+  EXPECT_EQ(mapper.stats().invalid_lines, 0u);
+  // In a field the mapper converts (tool arguments): rejected as invalid, no recursion beyond a fixed depth.
+  mapper.on_line(R"({"type":"tool_execution_start","toolCallId":"x","toolName":"y","args":)" + depth + close + "}",
+                 out);
+  EXPECT_EQ(mapper.stats().invalid_lines, 1u);
+  // Unbalanced.
+  mapper.on_line(R"({"type":"agent_start","junk":)" + depth + "}", out);
+  EXPECT_EQ(mapper.stats().invalid_lines, 2u);
+  mapper.finish({.status = process::exited{0}}, out);
+  expect_valid_run(out);
+}
+
+TEST(PiMapper, AnOversizeLineIsReportedAndMessageEndFillsTheGap) {
+  auto lines = read_lines(fixture_path(kThinking));
+  pi_mapper mapper;
+  std::vector<message> out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find(R"("delta":"42")") != std::string::npos) {  // the process layer dropped this line
+      mapper.on_oversize_line(std::string_view(lines[i]).substr(0, 64), lines[i].size(), out);
+      continue;
+    }
+    mapper.on_line(lines[i], out);
+  }
+  mapper.finish({.status = process::exited{0}}, out);
+  expect_valid_run(out);
+  // The delta "42" was lost; the following snapshots had deltas for their own text only, so the text stream
+  // diverged; the final text stays authoritative and the divergence is reported.
+  EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
+  EXPECT_EQ(terminal(out).content.at("text"), kThinkingAnswer);
+  EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 1);
+  EXPECT_NE(terminal(out).content.at("invalid_output_lines")[0].get<std::string>().find("bytes dropped"),
+            std::string::npos);
+  EXPECT_EQ(terminal(out).content.at("text_diverged"), true);
+}
+
+TEST(PiMapper, RetryableRuleAndHttpStatus) {
+  EXPECT_TRUE(pi_error_is_retryable("503 service unavailable"));
+  EXPECT_TRUE(pi_error_is_retryable("429 Too Many Requests"));
+  EXPECT_TRUE(pi_error_is_retryable("Overloaded"));
+  EXPECT_TRUE(pi_error_is_retryable("rate_limit_error: slow down"));
+  EXPECT_TRUE(pi_error_is_retryable("TypeError: fetch failed"));
+  EXPECT_TRUE(pi_error_is_retryable("Connection error."));
+  EXPECT_TRUE(pi_error_is_retryable("terminated"));
+  EXPECT_FALSE(pi_error_is_retryable("400 fake bad request"));
+  EXPECT_FALSE(pi_error_is_retryable("Request was aborted."));
+  EXPECT_FALSE(pi_error_is_retryable("401 invalid api key"));
+  EXPECT_EQ(leading_http_status("400 fake bad request"), 400);
+  EXPECT_EQ(leading_http_status("503"), 503);
+  EXPECT_EQ(leading_http_status("5030 x"), std::nullopt);
+  EXPECT_EQ(leading_http_status("abc"), std::nullopt);
+  EXPECT_EQ(leading_http_status("099 x"), std::nullopt);
+  EXPECT_EQ(leading_http_status(""), std::nullopt);
+}
+
+TEST(PiMapper, NoSessionHeaderSynthesizesOneBeforeContent) {
+  const auto out = run_mapper(read_lines(fixture_path("pi-0.73.1-rpc-prompt-abort.jsonl")));
+  expect_valid_run(out);
+  EXPECT_EQ(out[0].type, message_type::session_started);
+  EXPECT_EQ(out[0].content.at("synthesized"), true);
+  EXPECT_EQ(terminal(out).content.at("reason"), "agent_error");
+  EXPECT_EQ(terminal(out).content.at("text"), "Request was aborted.");
+  EXPECT_EQ(terminal(out).content.at("retryable"), false);
+}
+
+TEST(PiMapper, MapperIsMovable) {
+  pi_mapper a;
+  std::vector<message> out;
+  a.on_line(R"({"type":"session","id":"s1"})", out);
+  pi_mapper b = std::move(a);
+  EXPECT_EQ(b.session_id(), "s1");
+}
+
+}  // namespace
+}  // namespace agenthost::mapper::test
