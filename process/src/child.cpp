@@ -211,8 +211,10 @@ struct child::impl : std::enable_shared_from_this<impl> {
       set_leader_status(*status);
       if (stopping) stop_timer.cancel();  // re-check the tree now
     } else {
-      // The reaper is gone. Normally it said "exit" and "empty" first; if it died (crash, SIGKILL) we cannot know
-      // the tree is gone — the stop's kill phase sweeps from here.
+      // The reaper is gone. Normally it said "exit" and "empty" first — those are still queued on the control socket
+      // when its exit wakes us first: read them now. If it died (crash, SIGKILL) we cannot know the tree is gone;
+      // the stop's kill phase sweeps from the host side.
+      drain_control();
       if (!leader_status) set_leader_status(unknown_status{});
       if (reaper_said_empty && status->success()) {
         set_tree_gone();
@@ -231,6 +233,12 @@ struct child::impl : std::enable_shared_from_this<impl> {
   }
 
   void on_control_readable() {
+    if (drain_control()) read_control();
+  }
+
+  // Handles every queued message; false once the socket reached EOF (the reaper closes it only by exiting).
+  bool drain_control() {
+    if (!control.is_open()) return false;
     for (;;) {
       char buf[128];
       const ssize_t n = ::recv(control.native_handle(), buf, sizeof buf, MSG_DONTWAIT);
@@ -238,17 +246,14 @@ struct child::impl : std::enable_shared_from_this<impl> {
         handle_control_message(std::string_view(buf, static_cast<std::size_t>(n)));
         continue;
       }
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      // EOF: the reaper exited (it closes the socket only by exiting).
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+      // The reaper exited with our last command ("kill") still unread: the kernel reports ECONNRESET once, and the
+      // messages it sent before exiting ("exit", "empty") are still queued behind the error.
+      if (n < 0 && errno == ECONNRESET) continue;
       error_code ignored;
       control.close(ignored);
-      if (!direct_reaped) {
-        // It is exiting; the pidfd becomes readable momentarily.
-        return;
-      }
-      return;
+      return false;
     }
-    read_control();
   }
 
   void handle_control_message(std::string_view msg) {
