@@ -1,0 +1,150 @@
+// agenthost — run a coding agent, map a recorded transcript, or replay one through the full provider path.
+#include "options.hpp"
+#include "render.hpp"
+
+#include <agenthost/process/line_framer.hpp>
+#include <agenthost/providers/pi.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace asio = boost::asio;
+using namespace agenthost;
+
+namespace {
+
+// The library takes a logger; this is the whole spdlog adapter (no spdlog globals: the logger is not registered).
+agenthost::logger make_logger(bool verbose) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  auto log = std::make_shared<spdlog::logger>("agenthost", sink);
+  return {.level = verbose ? log_level::debug : log_level::warn,
+          .sink = [log](log_level l, std::string_view m) {
+            log->log(static_cast<spdlog::level::level_enum>(static_cast<int>(l)), "{}", m);
+          }};
+}
+
+// Runs one agent run on an io_context; SIGINT/SIGTERM cancel it (the tree is stopped, terminal.cancelled printed).
+int run_with_signals(cli::renderer& render, const std::function<void(asio::io_context&, asio::cancellation_slot,
+                                                                        std::function<void(transport::message)>)>& start) {
+  asio::io_context io;
+  asio::cancellation_signal cancel;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  std::optional<transport::message> terminal;
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (!ec) cancel.emit(asio::cancellation_type::terminal);
+  });
+  start(io, cancel.slot(), [&](transport::message t) {
+    terminal = std::move(t);
+    signals.cancel();
+  });
+  io.run();
+  (void)render;
+  return terminal ? cli::exit_code_for(*terminal) : 1;
+}
+
+std::filesystem::path find_fake_agent(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const auto& candidate : {self / "fake_agent", self.parent_path() / "libexec" / "agenthost" / "fake_agent"})
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  return "fake_agent";
+}
+
+int map_file(const cli::parsed& p, cli::renderer& render) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (!p.file.empty() && p.file != "-") {
+    file.open(p.file, std::ios::binary);
+    if (!file) {
+      std::cerr << "agenthost: cannot open '" << p.file << "'\n";
+      return 2;
+    }
+    in = &file;
+  }
+  auto mapper = providers::make_pi_mapper(p.pi);
+  std::vector<transport::message> out;
+  process::line_framer framer;
+  auto on_line = [&](const process::line_view& l) {
+    if (l.oversize) mapper->on_oversize_line(l.text, l.total_bytes, out);
+    else mapper->on_line(l.text, out);
+  };
+  auto flush = [&] {
+    for (const auto& m : out) render(m);
+    out.clear();
+  };
+  for (;;) {
+    auto space = framer.prepare(1 << 20);
+    in->read(space.data(), static_cast<std::streamsize>(space.size()));
+    const auto n = static_cast<std::size_t>(in->gcount());
+    if (n == 0) break;
+    framer.commit(n, on_line);
+    flush();
+  }
+  framer.finish(on_line);
+  mapper::run_end end;
+  if (p.exit_signal) end.status = process::signaled{*p.exit_signal, false};
+  else end.status = process::exited{p.exit_code.value_or(0)};
+  mapper->finish(end, out);
+  const int code = out.empty() ? 1 : cli::exit_code_for(out.back());
+  flush();
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = cli::parse_command_line(argc, argv);
+  if (auto* err = std::get_if<std::string>(&parsed)) {
+    std::cerr << "agenthost: " << *err << "\n" << cli::usage_text;
+    return 2;
+  }
+  auto& p = std::get<cli::parsed>(parsed);
+  if (p.cmd == cli::command::help) {
+    std::cout << cli::usage_text;
+    return 0;
+  }
+  cli::renderer render(!p.json_output && ::isatty(STDOUT_FILENO) == 1);
+  p.pi.log = make_logger(p.verbose);
+  try {
+    switch (p.cmd) {
+      case cli::command::map: return map_file(p, render);
+      case cli::command::run:
+        return run_with_signals(render, [&](asio::io_context& io, asio::cancellation_slot slot, auto done) {
+          providers::async_run_pi(io.get_executor(), p.pi, p.prompt, std::ref(render),
+                                  asio::bind_cancellation_slot(slot, [done](boost::system::error_code,
+                                                                            transport::message t) { done(t); }));
+        });
+      case cli::command::replay: {
+        // The recorded transcript goes through a real child process and the whole provider path.
+        std::vector<std::string> args = {"replay", std::filesystem::absolute(p.file).string()};
+        if (p.replay_delay_ms > 0) args.insert(args.end(), {"--delay-ms", std::to_string(p.replay_delay_ms)});
+        process::spawn_options spawn{.executable = find_fake_agent(p.fake_agent),
+                                     .args = args,
+                                     .stdin_mode = process::stdin_kind::null,
+                                     .log = p.pi.log};
+        return run_with_signals(render, [&](asio::io_context& io, asio::cancellation_slot slot, auto done) {
+          providers::async_run_agent(io.get_executor(), std::move(spawn), providers::make_pi_mapper(p.pi), p.pi.run,
+                                     std::ref(render),
+                                     asio::bind_cancellation_slot(slot, [done](boost::system::error_code,
+                                                                               transport::message t) { done(t); }));
+        });
+      }
+      case cli::command::help: break;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "agenthost: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,193 @@
+#include "options.hpp"
+
+#include <agenthost/process/exit_status.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
+namespace agenthost::cli {
+
+const char* const usage_text =
+    "usage:\n"
+    "  agenthost run --agent pi [--executable PATH] [--model M] [--provider P] [--cwd DIR] [--session ID]\n"
+    "                [--no-session] [--tools a,b] [--thinking buffered|stream] [--thinking-level L]\n"
+    "                [--timeout D] [--idle-timeout D] [--first-event-timeout D] [--arg ARG]... [--json] [--] PROMPT...\n"
+    "  agenthost map --agent pi [--exit-code N | --exit-signal SIG] [FILE]\n"
+    "  agenthost replay --agent pi [--delay-ms N] [--fake-agent PATH] FILE\n"
+    "\n"
+    "Streams normalized messages as JSONL on stdout (a readable rendering on a terminal unless --json); logs on\n"
+    "stderr. Durations: 500ms, 30s, 2m. Exit codes: 0 completed, 1 failed, 2 usage error, 130 cancelled.\n";
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const std::string s(text);
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || v < 0) return std::nullopt;
+  const std::string_view unit(end);
+  double ms = 0;
+  if (unit.empty() || unit == "s") ms = v * 1000;
+  else if (unit == "ms") ms = v;
+  else if (unit == "m") ms = v * 60000;
+  else if (unit == "h") ms = v * 3600000;
+  else return std::nullopt;
+  return std::chrono::milliseconds(static_cast<long long>(ms));
+}
+
+std::optional<int> parse_signal(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const std::string s(text);
+  const long n = std::strtol(s.c_str(), &end, 10);
+  if (*end == '\0' && n > 0 && n < 65) return static_cast<int>(n);
+  std::string_view name = text;
+  if (name.substr(0, 3) == "SIG") name.remove_prefix(3);
+  for (int sig = 1; sig < 32; ++sig) {
+    const char* abbrev = ::sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
+  }
+  return std::nullopt;
+}
+
+std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
+  parsed p;
+  if (argc < 2) return std::string("missing command");
+  const std::string_view cmd = argv[1];
+  if (cmd == "run") p.cmd = command::run;
+  else if (cmd == "map") p.cmd = command::map;
+  else if (cmd == "replay") p.cmd = command::replay;
+  else if (cmd == "help" || cmd == "--help" || cmd == "-h") return parsed{};
+  else return "unknown command '" + std::string(cmd) + "'";
+
+  std::vector<std::string> positional;
+  bool options_done = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (options_done || a.empty() || a[0] != '-' || a == "-") {
+      positional.emplace_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+      continue;
+    }
+    // --name=value or --name value
+    std::string name(a), value;
+    bool has_inline = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_inline = true;
+    }
+    auto take = [&]() -> std::optional<std::string> {
+      if (has_inline) return value;
+      if (i + 1 >= argc) return std::nullopt;
+      return std::string(argv[++i]);
+    };
+    auto need = [&](const char* what) -> std::variant<std::string, std::monostate> {
+      auto v = take();
+      if (!v) return std::monostate{};
+      (void)what;
+      return *v;
+    };
+    auto flag_only = [&]() { return !has_inline; };
+    std::variant<std::string, std::monostate> v;
+#define AH_VALUE()                                                   \
+  v = need(name.c_str());                                            \
+  if (std::holds_alternative<std::monostate>(v)) return name + " needs a value"; \
+  const std::string val = std::get<std::string>(v)
+    if (name == "--agent") {
+      AH_VALUE();
+      p.agent = val;
+    } else if (name == "--json") {
+      if (!flag_only()) return std::string("--json takes no value");
+      p.json_output = true;
+    } else if (name == "--verbose" || name == "-v") {
+      p.verbose = true;
+    } else if (p.cmd == command::run && name == "--executable") {
+      AH_VALUE();
+      p.pi.executable = val;
+    } else if (p.cmd == command::run && name == "--model") {
+      AH_VALUE();
+      p.pi.model = val;
+    } else if (p.cmd == command::run && name == "--provider") {
+      AH_VALUE();
+      p.pi.provider = val;
+    } else if (p.cmd == command::run && name == "--cwd") {
+      AH_VALUE();
+      p.pi.working_directory = val;
+    } else if (p.cmd == command::run && name == "--session") {
+      AH_VALUE();
+      p.pi.session_id = val;
+    } else if (p.cmd == command::run && name == "--no-session") {
+      p.pi.no_session = true;
+    } else if (p.cmd == command::run && name == "--tools") {
+      AH_VALUE();
+      std::vector<std::string> tools;
+      std::size_t b = 0;
+      while (b <= val.size() && !val.empty()) {
+        auto e = val.find(',', b);
+        if (e == std::string::npos) e = val.size();
+        tools.push_back(val.substr(b, e - b));
+        b = e + 1;
+      }
+      p.pi.tools = tools;
+    } else if (p.cmd == command::run && name == "--thinking") {
+      AH_VALUE();
+      if (val == "buffered") p.pi.thinking_output = mapper::thinking_mode::buffered;
+      else if (val == "stream") p.pi.thinking_output = mapper::thinking_mode::stream;
+      else return "--thinking takes buffered or stream, not '" + val + "'";
+    } else if (p.cmd == command::run && name == "--thinking-level") {
+      AH_VALUE();
+      p.pi.thinking_level = val;
+    } else if (p.cmd == command::run &&
+               (name == "--timeout" || name == "--idle-timeout" || name == "--first-event-timeout")) {
+      AH_VALUE();
+      auto d = parse_duration(val);
+      if (!d) return "invalid duration '" + val + "' for " + name;
+      if (name == "--timeout") p.pi.run.deadline = d;
+      else if (name == "--idle-timeout") p.pi.run.idle_timeout = d;
+      else p.pi.run.first_event_timeout = d;
+    } else if (p.cmd == command::run && name == "--arg") {
+      AH_VALUE();
+      p.pi.extra_args.push_back(val);
+    } else if (p.cmd == command::map && name == "--exit-code") {
+      AH_VALUE();
+      char* end = nullptr;
+      const long n = std::strtol(val.c_str(), &end, 10);
+      if (*end != '\0' || val.empty() || n < 0 || n > 255) return "invalid exit code '" + val + "'";
+      p.exit_code = static_cast<int>(n);
+    } else if (p.cmd == command::map && name == "--exit-signal") {
+      AH_VALUE();
+      p.exit_signal = parse_signal(val);
+      if (!p.exit_signal) return "invalid signal '" + val + "'";
+    } else if (p.cmd == command::replay && name == "--delay-ms") {
+      AH_VALUE();
+      char* end = nullptr;
+      const long n = std::strtol(val.c_str(), &end, 10);
+      if (*end != '\0' || val.empty() || n < 0) return "invalid delay '" + val + "'";
+      p.replay_delay_ms = static_cast<int>(n);
+    } else if (p.cmd == command::replay && name == "--fake-agent") {
+      AH_VALUE();
+      p.fake_agent = val;
+    } else {
+      return "unknown option '" + name + "' for " + std::string(cmd);
+    }
+#undef AH_VALUE
+  }
+  if (p.agent.empty()) return std::string("--agent is required (supported: pi)");
+  if (p.agent != "pi") return "unsupported agent '" + p.agent + "' (supported: pi)";
+  if (p.exit_code && p.exit_signal) return std::string("--exit-code and --exit-signal exclude each other");
+  if (p.cmd == command::run) {
+    if (positional.empty()) return std::string("missing PROMPT");
+    for (const auto& w : positional) p.prompt += (p.prompt.empty() ? "" : " ") + w;
+  } else {
+    if (positional.size() > 1) return std::string("too many arguments");
+    if (!positional.empty()) p.file = positional[0];
+    if (p.cmd == command::replay && p.file.empty()) return std::string("missing FILE");
+  }
+  return p;
+}
+
+}  // namespace agenthost::cli

@@ -1,0 +1,40 @@
+// Command-line parsing of the agenthost program (internal to cli/).
+#pragma once
+
+#include <agenthost/providers/pi.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace agenthost::cli {
+
+enum class command { run, map, replay, help };
+
+struct parsed {
+  command cmd = command::help;
+  std::string agent;
+  providers::pi_options pi{};
+  std::string prompt;
+  // map / replay
+  std::string file;
+  std::optional<int> exit_code;
+  std::optional<int> exit_signal;
+  int replay_delay_ms = 0;
+  std::string fake_agent;
+  bool json_output = false;  // --json: JSONL even on a terminal
+  bool verbose = false;
+};
+
+/// Parses argv; on a usage error returns the message (exit code 2).
+std::variant<parsed, std::string> parse_command_line(int argc, char** argv);
+
+/// "30s", "500ms", "2m", "1.5s", "10" (seconds).
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+/// "TERM", "SIGTERM", "15".
+std::optional<int> parse_signal(std::string_view text);
+
+extern const char* const usage_text;
+
+}  // namespace agenthost::cli

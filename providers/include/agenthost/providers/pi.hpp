@@ -1,0 +1,100 @@
+// agenthost/providers/pi.hpp — the pi coding agent (`@mariozechner/pi-coding-agent`, `@earendil-works/pi-coding-agent`).
+//
+//   agenthost::providers::pi_options opts{.model = "gpt-5", .thinking_level = "low"};
+//   auto terminal = agenthost::providers::run_pi(opts, "fix the failing test", [](const auto& m) { ... });
+//
+// pi runs as `pi [extra args] --mode json [flags] -p [--] PROMPT` with stdin on /dev/null (pi reads piped stdin to EOF
+// before doing anything and prepends it to the prompt). The stop policy is SIGTERM (pi kills its detached tool
+// children only on SIGTERM/SIGHUP; SIGINT kills it without cleanup), then the whole tree is killed as always.
+#pragma once
+
+#include <agenthost/mapper/pi_mapper.hpp>
+#include <agenthost/providers/run.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace agenthost::providers {
+
+/// A parsed "major.minor.patch" version.
+struct version {
+  int major = 0, minor = 0, patch = 0;
+  friend auto operator<=>(const version&, const version&) = default;
+  /// Finds the first "N.N.N" in text such as "0.73.1" or "pi 1.6.0\n"; nullopt when there is none.
+  static std::optional<version> parse(std::string_view text);
+  [[nodiscard]] std::string to_string() const;
+};
+
+struct pi_options {
+  /// The pi executable: a path or a name looked up in PATH. Default: "pi".
+  std::filesystem::path executable = "pi";
+  /// `--provider`. Default: empty = pi's default.
+  std::string provider{};
+  /// `--model`. Default: empty = pi's default.
+  std::string model{};
+  /// `--thinking`: off, minimal, low, medium, high, xhigh (pi ≥ 1.6 also max). Validated here: pi only warns on an
+  /// invalid level. Default: empty = pi's default.
+  std::string thinking_level{};
+  /// Resume or create this session: `--session-id ID` (pi ≥ 1.6) or `--session ID` (older). Default: none.
+  std::optional<std::string> session_id{};
+  /// `--continue`: continue the most recent session in the working directory. Default: false.
+  bool continue_session = false;
+  /// `--no-session`: keep nothing on disk. Default: false.
+  bool no_session = false;
+  /// `--session-dir`. Default: empty = pi's default.
+  std::filesystem::path session_dir{};
+  /// Built-in tools allowed (`--tools a,b`); an empty vector means `--no-tools`. Default: nullopt = pi's default set.
+  std::optional<std::vector<std::string>> tools{};
+  /// `--append-system-prompt`, once per entry (pi < 1.6 keeps only the last one). Default: none.
+  std::vector<std::string> append_system_prompt{};
+  /// Working directory of the agent. Default: empty = the host's.
+  std::filesystem::path working_directory{};
+  /// The agent's environment. Default: inherit the host's.
+  process::environment_options env{};
+  /// Arguments passed to pi verbatim, placed before our own flags so that an unknown flag can never swallow the
+  /// prompt. Default: none.
+  std::vector<std::string> extra_args{};
+  /// When thinking is released to the stream. Default: buffered (at the end of the final turn).
+  mapper::thinking_mode thinking_output = mapper::thinking_mode::buffered;
+  /// The pi version, if known (from a probe); gates flags older versions reject. Default: nullopt = assume the
+  /// oldest supported (0.73.1) behaviour.
+  std::optional<version> pi_version{};
+  /// Watchdogs and stop timing. Default: none, linger 3 s, stop = SIGTERM to pi, 2 s, tree kill, 5 s.
+  run_options run{.stop = process::stop_policy::sigterm()};
+  /// Containment of the process tree. Default: automatic (the reaper helper when found).
+  process::containment_kind containment = process::containment_kind::automatic;
+  /// Path of the agenthost-reaper helper. Default: found automatically.
+  std::filesystem::path reaper_path{};
+  /// Logging. Default: none.
+  agenthost::logger log{};
+};
+
+/// Thinking levels pi accepts (for the given version; nullopt = oldest supported).
+bool pi_thinking_level_valid(std::string_view level, const std::optional<version>& v);
+
+/// The full argument list after argv[0], or a message saying which option is invalid.
+/// Rules: a prompt starting with '-' never becomes a flag (`--` where pi supports it; older pi gets the prompt
+/// prefixed with one space, which the model reads the same); extra arguments come first so they cannot swallow the
+/// prompt; flags the given pi version rejects are never passed.
+boost::system::result<std::vector<std::string>, std::string> build_pi_arguments(const pi_options& options,
+                                                                                std::string_view prompt);
+
+/// The spawn options and mapper for one pi run (used by async_run_pi; exposed for tools such as `agenthost replay`).
+spawn_request pi_spawn_options(const pi_options& options, std::string_view prompt);
+std::unique_ptr<mapper::event_mapper> make_pi_mapper(const pi_options& options);
+
+/// Run pi once. Same handler, cancellation and lifetime rules as async_run_agent(); an invalid option is a
+/// terminal.failed (start_failed) message too.
+template <class CompletionToken = boost::asio::deferred_t>
+auto async_run_pi(boost::asio::any_io_executor ex, const pi_options& options, std::string_view prompt,
+                  message_handler on_message, CompletionToken&& token = {}) {
+  return async_run_agent(std::move(ex), pi_spawn_options(options, prompt), make_pi_mapper(options), options.run,
+                         std::move(on_message), std::forward<CompletionToken>(token));
+}
+
+/// Blocking helper: runs pi on a private io_context; returns the terminal message.
+transport::message run_pi(const pi_options& options, std::string_view prompt, const message_handler& on_message);
+
+}  // namespace agenthost::providers

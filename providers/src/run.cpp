@@ -1,0 +1,267 @@
+// The provider core: one run = child process + mapper + watchdogs. Everything runs on the run's executor; the run
+// object keeps itself alive through the shared_ptrs its pending operations hold.
+#include <agenthost/providers/run.hpp>
+
+#include <agenthost/process/child.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <exception>
+
+namespace agenthost::providers {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using transport::message;
+using transport::message_type;
+
+message start_failed_message(const std::string& text, const std::string& code_name) {
+  return {message_type::terminal_failed,
+          {{"text", text},
+           {"reason", transport::failure_reason::start_failed},
+           {"error", code_name},
+           {"stderr", ""},
+           {"invalid_output_lines", nlohmann::json::array()},
+           {"retryable", false}}};
+}
+
+namespace {
+
+using handler_type = asio::any_completion_handler<void(error_code, message)>;
+
+class agent_run : public std::enable_shared_from_this<agent_run> {
+ public:
+  agent_run(asio::any_io_executor ex, std::unique_ptr<mapper::event_mapper> m, run_options o, message_handler cb,
+            handler_type h)
+      : ex_(std::move(ex)),
+        mapper_(std::move(m)),
+        options_(std::move(o)),
+        on_message_(std::move(cb)),
+        handler_(std::move(h)),
+        first_event_timer_(ex_),
+        idle_timer_(ex_),
+        deadline_timer_(ex_),
+        linger_timer_(ex_),
+        drain_timer_(ex_) {}
+
+  void start(spawn_request spawn) {
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) {
+      slot.assign([w = weak_from_this()](asio::cancellation_type) {
+        if (auto self = w.lock()) self->end_with({.cancelled = true});
+      });
+    }
+    if (!spawn) {
+      out_.push_back(start_failed_message(spawn.error(), "invalid_options"));
+      deliver();
+      return;
+    }
+    auto c = process::child::spawn(ex_, std::move(*spawn));
+    if (!c) {
+      // Not an exception: the stream gets its terminal like any other run.
+      out_.push_back(start_failed_message(c.error().message, std::string(c.error().code.message())));
+      deliver();
+      return;
+    }
+    child_.emplace(std::move(*c));
+    arm(first_event_timer_, options_.first_event_timeout, "first_event");
+    arm(idle_timer_, options_.idle_timeout, "idle");
+    arm(deadline_timer_, options_.deadline, "deadline");
+    read();
+    child_->async_wait([self = shared_from_this()](error_code ec, process::exit_status st) {
+      if (!ec) self->on_leader_exit(st);
+    });
+  }
+
+ private:
+  void arm(asio::steady_timer& t, std::optional<std::chrono::milliseconds> d, const char* what) {
+    if (!d) return;
+    t.expires_after(*d);
+    t.async_wait([self = shared_from_this(), what](error_code ec) {
+      if (!ec) self->end_with({.timeout = std::string(what)});
+    });
+  }
+
+  void read() {
+    child_->async_read_lines([self = shared_from_this()](error_code ec, process::line_batch lines) {
+      self->on_lines(ec, lines);
+    });
+  }
+
+  void on_lines(error_code ec, process::line_batch lines) {
+    if (ending_) return;
+    if (ec) {  // EOF (or aborted by the stop)
+      stdout_done_ = true;
+      return maybe_finish();
+    }
+    if (!got_line_) {
+      got_line_ = true;
+      first_event_timer_.cancel();
+    }
+    if (options_.idle_timeout) arm(idle_timer_, options_.idle_timeout, "idle");
+    for (const auto& l : lines) {
+      if (l.oversize) {
+        mapper_->on_oversize_line(l.text, l.total_bytes, out_);
+      } else {
+        mapper_->on_line(l.text, out_);
+      }
+    }
+    if (!deliver()) return;
+    if (mapper_->agent_finished() && !linger_armed_) {
+      linger_armed_ = true;
+      linger_timer_.expires_after(options_.linger_after_finish);
+      linger_timer_.async_wait([self = shared_from_this()](error_code e) {
+        if (!e && self->mapper_->agent_finished()) self->end_with({.stopped_after_finish = true});
+      });
+    }
+    read();
+  }
+
+  void on_leader_exit(process::exit_status st) {
+    status_ = st;
+    if (stdout_done_) return maybe_finish();
+    // A descendant may hold stdout open after the leader exited: give it a moment, then stop the tree.
+    drain_timer_.expires_after(options_.drain_after_exit);
+    drain_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec && !self->stdout_done_) self->end_with({});
+    });
+  }
+
+  // Natural end: stdout EOF and leader exit both seen; stop whatever of the tree remains, then finish.
+  void maybe_finish() {
+    if (ending_ || !stdout_done_ || !status_) return;
+    end_with({});
+  }
+
+  // Stops the tree (always to the end, whatever the caller's cancellation did), then asks the mapper for the terminal.
+  void end_with(mapper::run_end end) {
+    if (ending_ || completed_) return;
+    ending_ = true;
+    cancel_timers();
+    if (!child_) return finish(std::move(end));
+    const bool natural = !end.cancelled && !end.timeout && !end.stopped_after_finish;
+    auto policy = natural ? process::stop_policy::kill_now() : options_.stop;
+    child_->async_stop(policy, [self = shared_from_this(), end = std::move(end)](error_code,
+                                                                                process::stop_report r) mutable {
+      if (!self->status_ && r.leader_status) self->status_ = r.leader_status;
+      self->finish(std::move(end));
+    });
+  }
+
+  void finish(mapper::run_end end) {
+    if (!end.cancelled && !end.timeout) end.status = status_;
+    if (child_) end.stderr_tail = child_->stderr_tail();
+    // Lines still buffered in the pipe when we stopped are lost to a cancelled/timed-out run by design; a natural
+    // end has read stdout to EOF.
+    mapper_->finish(end, out_);
+    cancelled_ = end.cancelled;
+    deliver();
+  }
+
+  void cancel_timers() {
+    first_event_timer_.cancel();
+    idle_timer_.cancel();
+    deadline_timer_.cancel();
+    linger_timer_.cancel();
+    drain_timer_.cancel();
+  }
+
+  // Passes queued messages to the caller; false when the run is over (terminal delivered, or the callback threw).
+  bool deliver() {
+    auto batch = std::move(out_);
+    out_.clear();
+    for (auto& m : batch) {
+      if (completed_) return false;
+      try {
+        on_message_(m);
+      } catch (...) {
+        // Stop the process first, then rethrow unchanged.
+        failure_ = std::current_exception();
+        fail_with_exception();
+        return false;
+      }
+      if (m.is_terminal()) {
+        complete(std::move(m));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void fail_with_exception() {
+    if (completed_) return;
+    completed_ = true;
+    cancel_timers();
+    auto rethrow = [self = shared_from_this()](error_code = {}, process::stop_report = {}) {
+      auto h = std::move(self->handler_);
+      asio::get_associated_cancellation_slot(h).clear();
+      std::rethrow_exception(self->failure_);
+    };
+    if (child_) {
+      child_->async_stop(options_.stop, rethrow);
+    } else {
+      asio::post(ex_, [rethrow]() mutable { rethrow(); });
+    }
+  }
+
+  void complete(message terminal) {
+    if (completed_) return;
+    completed_ = true;
+    cancel_timers();
+    auto h = std::move(handler_);
+    asio::get_associated_cancellation_slot(h).clear();
+    const error_code ec = cancelled_ ? error_code(asio::error::operation_aborted) : error_code{};
+    auto hex = asio::get_associated_executor(h, ex_);
+    asio::post(ex_, [h = std::move(h), hex, ec, terminal = std::move(terminal)]() mutable {
+      asio::dispatch(hex, [h = std::move(h), ec, terminal = std::move(terminal)]() mutable {
+        std::move(h)(ec, std::move(terminal));
+      });
+    });
+  }
+
+  asio::any_io_executor ex_;
+  std::unique_ptr<mapper::event_mapper> mapper_;
+  run_options options_;
+  message_handler on_message_;
+  handler_type handler_;
+  std::optional<process::child> child_;
+  asio::steady_timer first_event_timer_, idle_timer_, deadline_timer_, linger_timer_, drain_timer_;
+  std::vector<message> out_;
+  std::optional<process::exit_status> status_;
+  bool got_line_ = false;
+  bool stdout_done_ = false;
+  bool linger_armed_ = false;
+  bool ending_ = false;
+  bool completed_ = false;
+  bool cancelled_ = false;
+  std::exception_ptr failure_;
+};
+
+}  // namespace
+
+namespace detail {
+void async_run_agent_impl(asio::any_io_executor ex, spawn_request spawn,
+                          std::unique_ptr<mapper::event_mapper> m, run_options options, message_handler on_message,
+                          handler_type h) {
+  auto run = std::make_shared<agent_run>(ex, std::move(m), std::move(options), std::move(on_message), std::move(h));
+  // Start on the executor, never inline in the caller's frame.
+  asio::post(ex, [run, spawn = std::move(spawn)]() mutable { run->start(std::move(spawn)); });
+}
+}  // namespace detail
+
+message run_agent(spawn_request spawn, std::unique_ptr<mapper::event_mapper> mapper, run_options options,
+                  const message_handler& on_message) {
+  asio::io_context io;
+  std::optional<message> terminal;
+  async_run_agent(io.get_executor(), std::move(spawn), std::move(mapper), std::move(options), on_message,
+                  [&](error_code, message m) { terminal = std::move(m); });
+  io.run();
+  return terminal.value_or(start_failed_message("the run ended without a terminal message", "internal"));
+}
+
+}  // namespace agenthost::providers
