@@ -16,6 +16,19 @@ bool is_type_mismatch(error_code e) noexcept {
   return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE;
 }
 
+/// The key of a field: a view of the raw bytes when it has no escape sequence (the usual case, no copy), else
+/// the unescaped key.
+error_code get_key(od::field& field, std::string_view& out) noexcept {
+  const char* raw = field.key().raw();
+  const char* p = raw;
+  while (*p != '"') {  // the document is structurally valid: the closing quote is there
+    if (*p == '\\') return field.unescaped_key().get(out);
+    ++p;
+  }
+  out = std::string_view(raw, static_cast<std::size_t>(p - raw));
+  return simdjson::SUCCESS;
+}
+
 error_code opt_string(od::value& v, std::string_view& out, string_arena& arena, bool* has = nullptr) {
   std::string_view s;
   const auto e = get_string(v, s, arena);
@@ -130,6 +143,7 @@ x_block& x_message::add_block() {
 }
 
 void x_event::reset() {
+  // The update fields (the hot path: one message_update per streamed token).
   kind = event_kind::unknown;
   has_type = false;
   has_update = false;
@@ -140,12 +154,14 @@ void x_event::reset() {
   if (has_tool_call) {
     tool_call.arguments = nullptr;
     tool_call.has_arguments = false;
+    tool_call.kind = block_kind::other;
+    tool_call.text = tool_call.id = tool_call.name = {};
+    has_tool_call = false;
   }
-  has_tool_call = false;
-  tool_call.kind = block_kind::other;
-  tool_call.text = tool_call.id = tool_call.name = {};
-  if (has_snapshot) snapshot.reset();
+  if (snapshot.present) snapshot.reset();
   has_snapshot = false;
+  if (only_update_fields) return;  // the previous line was a message_update whose `type` came first
+  only_update_fields = true;
   if (message.present) message.reset();
   for (std::size_t i = 0; i < ntool_results; ++i) tool_results[i].reset();
   ntool_results = 0;
@@ -244,7 +260,7 @@ error_code pi_event_parser::parse_root(od::object root) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = get_key(field, key)) return e;
     od::value& v = field.value();
 
     if (key == "type") {
@@ -254,6 +270,28 @@ error_code pi_event_parser::parse_root(od::object root) {
       ev.has_type = true;
       continue;
     }
+    if (ev.has_type && ev.kind == event_kind::message_update) {
+      // Hot path: only two fields matter, everything else (`usage`…) is skipped.
+      if (key == "assistantMessageEvent") {
+        if (auto e = parse_update(v)) return e;
+      } else if (key == "message" && ev.has_update) {
+        // The cumulative snapshot (≤ 0.83): read only when the update had neither delta nor final content.
+        if (ev.needs_snapshot() && !ev.has_snapshot && deferred_partial_.empty()) {
+          if (auto e = parse_message(v, ev.snapshot, true)) return e;
+          ev.has_snapshot = ev.snapshot.present;
+        }
+      } else if (key == "message") {
+        od::object obj;  // before assistantMessageEvent: decide after the loop
+        const auto e = v.get_object().get(obj);
+        if (e == simdjson::SUCCESS) {
+          if (auto e2 = obj.raw_json().get(deferred_message_)) return e2;
+        } else if (!is_type_mismatch(e)) {
+          return e;
+        }
+      }
+      continue;
+    }
+    ev.only_update_fields = false;  // a field of another kind of event may be set below
     // Before `type` is known (pi always writes it first) every field is read as if it could matter.
     const bool any = !ev.has_type;
     const event_kind k = ev.kind;
@@ -264,7 +302,7 @@ error_code pi_event_parser::parse_root(od::object root) {
         if (auto e = parse_update(v)) return e;
       }
     } else if (key == "message") {
-      if (any || (k == event_kind::message_update && !ev.has_update)) {
+      if (any) {
         // Not known yet whether (or how) it is needed: keep its raw JSON for after the loop.
         od::object obj;
         const auto e = v.get_object().get(obj);
@@ -272,12 +310,6 @@ error_code pi_event_parser::parse_root(od::object root) {
           if (auto e2 = obj.raw_json().get(deferred_message_)) return e2;
         } else if (!is_type_mismatch(e)) {
           return e;
-        }
-      } else if (k == event_kind::message_update) {
-        // The cumulative snapshot (≤ 0.83): read only when the update had neither delta nor final content.
-        if (ev.needs_snapshot() && !ev.has_snapshot && deferred_partial_.empty()) {
-          if (auto e = parse_message(v, ev.snapshot, true)) return e;
-          ev.has_snapshot = ev.snapshot.present;
         }
       } else if (k == event_kind::message_start || k == event_kind::message_end || k == event_kind::turn_end) {
         if (auto e = parse_message(v, ev.message, false)) return e;
@@ -348,7 +380,7 @@ error_code pi_event_parser::parse_update(od::value v) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
     if (key == "type") {
       std::string_view t;
@@ -403,7 +435,7 @@ error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapsh
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
     if (key == "content") {
       if (!snapshot_only && m.role == "user") continue;  // the prompt: not mapped
@@ -476,7 +508,7 @@ error_code pi_event_parser::parse_block(od::object o, x_block& b, bool with_argu
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
     if (key == "type") {
       std::string_view t;
@@ -506,7 +538,7 @@ error_code pi_event_parser::parse_usage(od::value v, x_usage& u) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
+    if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
     if (key == "input") {
       if (auto e = opt_number(fv, u.input)) return e;
@@ -532,7 +564,7 @@ error_code pi_event_parser::parse_usage(od::value v, x_usage& u) {
         od::field cf;
         if (auto e2 = std::move(cost_field_result).get(cf)) return e2;
         std::string_view ck;
-        if (auto e2 = cf.unescaped_key().get(ck)) return e2;
+        if (auto e2 = get_key(cf, ck)) return e2;
         od::value& cv = cf.value();
         double* target = nullptr;
         if (ck == "input") target = &u.cost_input;

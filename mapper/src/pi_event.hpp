@@ -137,6 +137,9 @@ struct x_event {
   double attempt = 0, max_attempts = 0, delay_ms = 0;
   std::string_view error_message, final_error, reason, error;
 
+  /// Only the message_update fields may be set (lets reset() skip the rest on the hot path).
+  bool only_update_fields = false;
+
   void reset();
   [[nodiscard]] bool needs_snapshot() const noexcept;
 };

@@ -205,7 +205,10 @@ struct pi_mapper::impl {
   void emit_text(std::vector<message>& out, std::string_view text) {
     if (text.empty()) return;
     ensure_session(out);
-    emit(out, message_type::assistant, json{{"text", std::string(text)}});
+    // Built directly (an initializer list costs extra copies on this per-token path).
+    json c(json::value_t::object);
+    c.get_ref<json::object_t&>().emplace("text", std::string(text));
+    emit(out, message_type::assistant, std::move(c));
   }
 
   void emit_thought(std::vector<message>& out, std::string text) {
