@@ -49,13 +49,19 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
         linger_timer_(ex_),
         drain_timer_(ex_) {}
 
-  void start(spawn_request spawn) {
+  // Called at initiation, so a cancellation emitted before start() is not lost.
+  void connect_cancellation() {
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) {
+      // Posted: completing from inside the slot's handler would destroy the handler while it runs.
       slot.assign([w = weak_from_this()](asio::cancellation_type) {
-        if (auto self = w.lock()) self->end_with({.cancelled = true});
+        if (auto self = w.lock()) asio::post(self->ex_, [self] { self->end_with({.cancelled = true}); });
       });
     }
+  }
+
+  void start(spawn_request spawn) {
+    if (completed_ || ending_) return;  // cancelled before it started: nothing is spawned
     if (!spawn) {
       out_.push_back(start_failed_message(spawn.error(), "invalid_options"));
       deliver();
@@ -249,6 +255,7 @@ void async_run_agent_impl(asio::any_io_executor ex, spawn_request spawn,
                           std::unique_ptr<mapper::event_mapper> m, run_options options, message_handler on_message,
                           handler_type h) {
   auto run = std::make_shared<agent_run>(ex, std::move(m), std::move(options), std::move(on_message), std::move(h));
+  run->connect_cancellation();
   // Start on the executor, never inline in the caller's frame.
   asio::post(ex, [run, spawn = std::move(spawn)]() mutable { run->start(std::move(spawn)); });
 }
