@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <deque>
 #include <list>
+#include <random>
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -145,6 +146,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   stop_phase phase = stop_phase::already_gone;
   std::vector<handler_t<void(error_code, stop_report)>> stop_handlers;
   std::vector<detail::proc_entry> known_members;  // session mode: every member ever seen
+  std::string tree_token;                         // session mode: "AGENTHOST_TREE_TOKEN=<random>" in the agent's env
 
   explicit impl(executor_type e, spawn_options o)
       : ex(std::move(e)),
@@ -392,8 +394,13 @@ struct child::impl : std::enable_shared_from_this<impl> {
   std::vector<detail::proc_entry> scan_members() {
     const auto all = detail::scan_processes();
     if (mode == containment_kind::reaper) return detail::tree_members(all, direct_pid, false, 0);
-    // Session mode: the agent's session and everything below it, plus members seen before that since reparented.
+    // Session mode: the agent's session and everything below it, plus members seen before that since reparented,
+    // plus whatever carries this tree's environment token (daemons that left the session and lost their parent).
     auto now = detail::tree_members(all, agent_pid, !direct_reaped, agent_pid);
+    for (const auto& t : detail::processes_with_env(all, tree_token)) {
+      if (t.pid == agent_pid) continue;
+      if (std::none_of(now.begin(), now.end(), [&](const auto& m) { return m.pid == t.pid; })) now.push_back(t);
+    }
     for (const auto& k : known_members) {
       auto sub = detail::tree_members(all, k.pid, true, 0);
       for (const auto& s : sub) {
@@ -717,6 +724,16 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   }
   req.argv.insert(req.argv.end(), options.args.begin(), options.args.end());
   req.envp = detail::build_environment(options.env);
+  std::string tree_token;
+  if (mode == containment_kind::session) {
+    // Without the reaper, an environment token is how a stop finds daemons that escaped both the session and the
+    // parent links (they inherit the environment).
+    std::random_device rd;
+    char hex[40];
+    std::snprintf(hex, sizeof hex, "%08x%08x%08x", rd(), rd(), static_cast<unsigned>(::getpid()));
+    tree_token = std::string("AGENTHOST_TREE_TOKEN=") + hex;
+    req.envp.push_back(tree_token);
+  }
   req.working_directory = options.working_directory;
   req.stdin_fd = in_child.get();
   req.stdout_fd = out_w.get();
@@ -765,6 +782,7 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   auto im = std::make_shared<impl>(std::move(executor), std::move(options));
   im->mode = mode;
   im->agent_pid = agent_pid;
+  im->tree_token = std::move(tree_token);
   im->direct_pid = *pid;
   int watch = ::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 0);
   im->direct_pidfd = std::move(pidfd);

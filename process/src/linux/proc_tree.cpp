@@ -95,6 +95,36 @@ std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int roo
   return members;
 }
 
+std::vector<proc_entry> processes_with_env(const std::vector<proc_entry>& all, std::string_view needle) {
+  std::vector<proc_entry> found;
+  std::vector<char> buf(64 * 1024);
+  for (const auto& e : all) {
+    if (e.state == 'Z' || e.state == 'X' || e.pid == ::getpid()) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/environ", e.pid);
+    unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC)};
+    if (!fd) continue;
+    std::size_t have = 0;
+    for (;;) {  // environments are small; a larger one is scanned up to the buffer size
+      const ssize_t n = ::read(fd.get(), buf.data() + have, buf.size() - have);
+      if (n <= 0) break;
+      have += static_cast<std::size_t>(n);
+      if (have == buf.size()) break;
+    }
+    std::string_view env(buf.data(), have);
+    while (!env.empty()) {
+      const auto end = env.find('\0');
+      if (env.substr(0, end) == needle) {
+        found.push_back(e);
+        break;
+      }
+      if (end == std::string_view::npos) break;
+      env.remove_prefix(end + 1);
+    }
+  }
+  return found;
+}
+
 int pidfd_open(int pid) noexcept { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 int pidfd_send_signal(int pidfd, int sig) noexcept {

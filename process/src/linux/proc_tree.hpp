@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -26,6 +27,11 @@ bool read_proc_entry(int pid, proc_entry& out);
 /// Live (non-zombie) members of the tree: descendants of `root` by parent links (root excluded unless
 /// `include_root`), plus — when session_id > 0 — every process of that session and the descendants of those.
 std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id);
+
+/// Live processes among `all` whose environment contains the exact entry `needle` ("NAME=value"). Catches members
+/// that left the session and lost their parent links (double-forked daemons); processes of other users that we may
+/// not read, and processes that replaced their environment, are not found.
+std::vector<proc_entry> processes_with_env(const std::vector<proc_entry>& all, std::string_view needle);
 
 /// pidfd_open / pidfd_send_signal through syscall(2): glibc 2.36's <sys/pidfd.h> lacks C++ linkage guards.
 int pidfd_open(int pid) noexcept;
