@@ -218,7 +218,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
       // the stop's kill phase sweeps from the host side.
       drain_control();
       if (!leader_status) set_leader_status(unknown_status{});
-      if (reaper_said_empty && status->success()) {
+      // unknown_status: the host ignores SIGCHLD (or reaps with waitpid(-1)), so the kernel or the host reaped it.
+      if (reaper_said_empty && (status->success() || status->is_unknown())) {
         set_tree_gone();
       } else {
         log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status->to_string());

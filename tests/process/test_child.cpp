@@ -162,7 +162,10 @@ TEST_P(ChildTest, EnvironmentOverrideRemoveAndAllowList) {
   ASSERT_TRUE(c2);
   lines = read_all(*c2);
   for (const auto& l : lines)
-    EXPECT_TRUE(l.rfind("env: PATH=", 0) == 0 || l.rfind("env: AGENTHOST_TEST_", 0) == 0) << l;
+    // Session containment adds its own tree token (not a secret: a random id).
+    EXPECT_TRUE(l.rfind("env: PATH=", 0) == 0 || l.rfind("env: AGENTHOST_TEST_", 0) == 0 ||
+                l.rfind("env: AGENTHOST_TREE_TOKEN=", 0) == 0)
+        << l;
   EXPECT_FALSE(has("AGENTHOST_TEST_KEEP=kept"));
   stop(*c2);
   ::unsetenv("AGENTHOST_TEST_SECRET");
@@ -293,6 +296,36 @@ TEST_P(ChildTest, WaitCancellationDoesNotAffectTheProcess) {
   EXPECT_TRUE(c.running());
   const auto r = stop(c);
   EXPECT_EQ(r.phase, stop_phase::interrupt);
+}
+
+TEST_P(ChildTest, StopWritingCtrlCToAClosedStdinNeverRaisesSigpipe) {
+  auto c = spawn({"close-stdin", "ready", "never-exit"});
+  bool ready = false;
+  c.async_read_lines([&](boost::system::error_code, line_batch) { ready = true; });
+  ASSERT_TRUE(run_until(io, [&] { return ready; }));
+  // Phase 1 writes "\x03" into a stdin nobody reads any more: the test process must survive it.
+  const auto r = stop(c);
+  EXPECT_EQ(r.phase, stop_phase::interrupt);
+}
+
+TEST_P(ChildTest, HostIgnoringSigchld) {
+  // A host with SIGCHLD ignored lets the kernel reap its children: statuses are lost, nothing may hang.
+  struct sigaction ign {}, old {};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGCHLD, &ign, &old);
+  auto c = spawn({"exit", "7"});
+  const auto st = wait(c);
+  if (GetParam() == containment_kind::reaper) {
+    // The reaper reports the agent's status over its own channel: still exact.
+    ASSERT_NE(st.as_exited(), nullptr) << st.to_string();
+    EXPECT_EQ(st.as_exited()->code, 7);
+  } else {
+    EXPECT_TRUE(st.is_unknown()) << st.to_string();
+  }
+  const auto r = stop(c);
+  EXPECT_TRUE(r.survivors.empty());
+  EXPECT_LT(r.elapsed, std::chrono::seconds(2));
+  ::sigaction(SIGCHLD, &old, nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(Containment, ChildTest,
