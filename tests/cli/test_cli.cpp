@@ -1,0 +1,164 @@
+// The agenthost program as a user runs it: output, exit codes, signals.
+#include "test_util.hpp"
+
+#include <agenthost/transport/message.hpp>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+
+using namespace agenthost;
+using namespace agenthost::test;
+using transport::message;
+using transport::message_type;
+
+namespace {
+
+const std::string fixtures = AGENTHOST_FIXTURES_DIR;
+
+struct cli_result {
+  int exit_code = -1;
+  std::vector<message> messages;
+  std::string raw;
+};
+
+// Runs the CLI (stdout is a pipe, so it prints JSONL); optionally sends `sig` once a line containing `trigger`
+// appeared.
+cli_result run_cli(std::vector<std::string> args, const std::string& stdin_file = "/dev/null", int sig = 0,
+                   const std::string& trigger = {}, const std::vector<std::string>& extra_env = {}) {
+  args.insert(args.begin(), AGENTHOST_CLI);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e != nullptr; ++e) env_store.emplace_back(*e);
+  env_store.insert(env_store.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int out[2];
+  EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, stdin_file.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  EXPECT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out[1]);
+  cli_result r;
+  bool signalled = false;
+  char buf[65536];
+  for (;;) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 30000) <= 0) break;
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    r.raw.append(buf, static_cast<std::size_t>(n));
+    if (sig != 0 && !signalled && r.raw.find(trigger) != std::string::npos) {
+      ::kill(pid, sig);
+      signalled = true;
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::size_t pos = 0;
+  while (pos < r.raw.size()) {
+    auto end = r.raw.find('\n', pos);
+    if (end == std::string::npos) end = r.raw.size();
+    if (auto m = message::from_json_line(std::string_view(r.raw).substr(pos, end - pos))) r.messages.push_back(*m);
+    pos = end + 1;
+  }
+  return r;
+}
+
+TEST(Cli, ReplayRunsTheRecordedTranscriptThroughAChildProcess) {
+  auto r = run_cli({"replay", "--agent", "pi", fixtures + "/pi/pi-0.73.1-json-tool-turn.jsonl"});
+  EXPECT_EQ(r.exit_code, 0) << r.raw;
+  ASSERT_FALSE(r.messages.empty());
+  EXPECT_EQ(r.messages.front().type, message_type::session_started);
+  EXPECT_EQ(r.messages.back().type, message_type::terminal_completed);
+}
+
+TEST(Cli, MapDecidesFromTheEventsNotFromExitZero) {
+  auto r = run_cli({"map", "--agent", "pi", fixtures + "/pi/pi-0.73.1-json-http400-error.jsonl"});
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_FALSE(r.messages.empty());
+  EXPECT_EQ(r.messages.back().type, message_type::terminal_failed);
+  EXPECT_EQ(r.messages.back().content.at("http_status"), 400);
+}
+
+TEST(Cli, MapReadsStdinAndTakesTheExitAsGiven) {
+  const std::string file = fixtures + "/pi/pi-0.73.1-json-tool-turn.jsonl";
+  EXPECT_EQ(run_cli({"map", "--agent", "pi"}, file).exit_code, 0);
+  auto sig = run_cli({"map", "--agent", "pi", "--exit-signal", "SIGKILL", file});
+  EXPECT_EQ(sig.exit_code, 1);
+  EXPECT_EQ(sig.messages.back().content.at("reason"), "signaled");
+  auto code = run_cli({"map", "--agent", "pi", "--exit-code", "3", file});
+  EXPECT_EQ(code.messages.back().content.at("reason"), "exited");
+  EXPECT_EQ(code.messages.back().content.at("exit_code"), 3);
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_cli({"run", "--agent", "pi"}).exit_code, 2);                      // no prompt
+  EXPECT_EQ(run_cli({"run", "--agent", "nope", "hi"}).exit_code, 2);              // unknown agent
+  EXPECT_EQ(run_cli({"run", "--agent", "pi", "--bogus", "hi"}).exit_code, 2);     // unknown option
+  EXPECT_EQ(run_cli({"run", "--agent", "pi", "--timeout", "soon", "hi"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"map", "--agent", "pi", "--exit-code", "1", "--exit-signal", "9"}).exit_code, 2);
+}
+
+TEST(Cli, MissingExecutableIsAFailedRunNotAUsageError) {
+  auto r = run_cli({"run", "--agent", "pi", "--executable", "/nonexistent/pi", "hello"});
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].content.at("reason"), "start_failed");
+}
+
+TEST(Cli, ExtraArgumentsAndDashPromptsReachTheAgentVerbatim) {
+  char tmpl[] = "/tmp/agenthost-cli-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string pi = dir + "/pi";
+  {
+    std::ofstream s(pi);
+    s << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir << "/argv\nexec " << AGENTHOST_FAKE_AGENT << " replay " << fixtures
+      << "/pi/pi-0.73.1-json-tool-turn.jsonl\n";
+  }
+  std::filesystem::permissions(pi, std::filesystem::perms::owner_all);
+  auto r = run_cli({"run", "--agent", "pi", "--executable", pi, "--arg=--yolo", "--arg", "-x", "--model", "m", "--",
+                    "-rf", "/"});
+  EXPECT_EQ(r.exit_code, 0) << r.raw;
+  std::ifstream in(dir + "/argv");
+  std::vector<std::string> argv;
+  for (std::string l; std::getline(in, l);) argv.push_back(l);
+  EXPECT_EQ(argv, (std::vector<std::string>{"--yolo", "-x", "--mode", "json", "--model", "m", "-p", " -rf /"}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, SigintStopsTheAgentTreePrintsCancelledAndExits130) {
+  const std::string token = random_token();
+  char tmpl[] = "/tmp/agenthost-cli-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string pi = dir + "/pi";
+  {
+    // A stand-in pi that prints the header, then hangs with a setsid'd child (like a running tool).
+    std::ofstream s(pi);
+    s << "#!/bin/sh\nexec " << AGENTHOST_FAKE_AGENT << " stdout '{\"type\":\"session\",\"version\":3,\"id\":\"s1\"}' "
+      << "setsid-child never-exit\n";
+  }
+  std::filesystem::permissions(pi, std::filesystem::perms::owner_all);
+  auto r = run_cli({"run", "--agent", "pi", "--executable", pi, "hello"}, "/dev/null", SIGINT, "session.started",
+                   {"AGENTHOST_TEST_TOKEN=" + token});
+  EXPECT_EQ(r.exit_code, 130) << r.raw;
+  ASSERT_FALSE(r.messages.empty());
+  EXPECT_EQ(r.messages.back().type, message_type::terminal_cancelled);
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
