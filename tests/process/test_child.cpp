@@ -298,6 +298,41 @@ TEST_P(ChildTest, WaitCancellationDoesNotAffectTheProcess) {
   EXPECT_EQ(r.phase, stop_phase::interrupt);
 }
 
+TEST_P(ChildTest, SlowConsumerBlocksTheAgentInsteadOfGrowingMemory) {
+  // 100,000 lines of 1 KB = ~100 MB: far more than a pipe holds. While nobody reads, the agent must stay blocked in
+  // write() (stdout is read only while a read is pending), and every line arrives once the consumer catches up.
+  auto c = spawn({"flood-lines", "100000", "--size", "1000", "exit", "0"});
+  std::size_t lines = 0;
+  bool first = false;
+  c.async_read_lines([&](boost::system::error_code, line_batch b) {
+    lines += b.size();
+    first = true;
+  });
+  ASSERT_TRUE(run_until(io, [&] { return first; }));
+  // No read pending now. Give the agent ample time to finish if it could (it cannot: the pipe is full).
+  std::optional<exit_status> st;
+  c.async_wait([&](boost::system::error_code, exit_status s) { st = s; });
+  io.run_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(st.has_value()) << "the agent wrote 100 MB although nobody read: output was buffered somewhere";
+  bool eof = false;
+  std::function<void()> next = [&] {
+    c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
+      if (ec) {
+        eof = true;
+        return;
+      }
+      for (const auto& l : b) EXPECT_EQ(l.total_bytes, 1000u);
+      lines += b.size();
+      next();
+    });
+  };
+  next();
+  ASSERT_TRUE(run_until(io, [&] { return eof && st.has_value(); }, 60s));
+  EXPECT_EQ(lines, 100000u);
+  EXPECT_TRUE(st->success());
+  stop(c);
+}
+
 TEST_P(ChildTest, StopWritingCtrlCToAClosedStdinNeverRaisesSigpipe) {
   auto c = spawn({"close-stdin", "ready", "never-exit"});
   bool ready = false;
