@@ -12,6 +12,7 @@
 
 #include "../src/detail/reaper_protocol.hpp"
 #include "../src/linux/proc_tree.hpp"
+#include "../src/posix/clean_spawn_attributes.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -91,13 +92,10 @@ int main(int argc, char** argv) {
   }
 
   posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty, all;
-  sigemptyset(&empty);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  if (const int rc = init_clean_spawn_attributes(attr); rc != 0) {
+    send_message("spawn-failed " + std::to_string(rc));
+    return 127;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // the agent sees only 0, 1, 2

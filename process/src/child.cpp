@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <deque>
 #include <list>
+#include <unordered_map>
 #include <random>
 
 #ifndef P_PIDFD
@@ -145,7 +146,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   clock_type::time_point stop_start{};
   stop_phase phase = stop_phase::already_gone;
   std::vector<handler_t<void(error_code, stop_report)>> stop_handlers;
-  std::vector<detail::proc_entry> known_members;  // session mode: every member ever seen
+  std::unordered_map<int, std::uint64_t> known_members;  // session mode: pid -> start time of every member seen
   std::string tree_token;                         // session mode: "AGENTHOST_TREE_TOKEN=<random>" in the agent's env
 
   explicit impl(executor_type e, spawn_options o)
@@ -392,28 +393,28 @@ struct child::impl : std::enable_shared_from_this<impl> {
 
   // ---- signals and tree ---------------------------------------------------------------------------------------
 
-  std::vector<detail::proc_entry> scan_members() {
+  // The live processes of the tree. Reaper mode: everything below the reaper (complete, the reaper adopts orphans).
+  // Session mode (best effort): the agent, its session, every member seen before (they keep being found after they
+  // were reparented) and their descendants; the environment-token scan (reads every process's environ, so it is
+  // costlier) runs when `thorough` or when the cheap scan finds nothing — it is what catches daemons that left the
+  // session and lost their parent links.
+  std::vector<detail::proc_entry> scan_members(bool thorough = false) {
     const auto all = detail::scan_processes();
     if (mode == containment_kind::reaper) return detail::tree_members(all, direct_pid, false, 0);
-    // Session mode: the agent's session and everything below it, plus members seen before that since reparented,
-    // plus whatever carries this tree's environment token (daemons that left the session and lost their parent).
-    auto now = detail::tree_members(all, agent_pid, !direct_reaped, agent_pid);
-    for (const auto& t : detail::processes_with_env(all, tree_token)) {
-      if (t.pid == agent_pid) continue;
-      if (std::none_of(now.begin(), now.end(), [&](const auto& m) { return m.pid == t.pid; })) now.push_back(t);
-    }
-    for (const auto& k : known_members) {
-      auto sub = detail::tree_members(all, k.pid, true, 0);
-      for (const auto& s : sub) {
-        if (s.pid == k.pid && s.start_time != k.start_time) continue;  // recycled pid
-        if (std::none_of(now.begin(), now.end(), [&](const auto& m) { return m.pid == s.pid; })) now.push_back(s);
+    std::vector<detail::proc_entry> roots;
+    roots.reserve(known_members.size() + 1);
+    for (const auto& [pid, start] : known_members) roots.push_back({.pid = pid, .start_time = start});
+    if (!direct_reaped) roots.push_back({.pid = agent_pid});
+    auto now = detail::collect_tree(all, roots, agent_pid, ::getpid());
+    if (thorough || now.empty()) {
+      const auto tagged = detail::processes_with_env(all, tree_token);
+      if (!tagged.empty()) {
+        roots.insert(roots.end(), tagged.begin(), tagged.end());
+        now = detail::collect_tree(all, roots, agent_pid, ::getpid());
       }
     }
-    for (const auto& m : now) {
-      if (m.pid == agent_pid) continue;  // the leader is pinned by its pidfd
-      if (std::none_of(known_members.begin(), known_members.end(), [&](const auto& k) { return k.pid == m.pid; }))
-        known_members.push_back(m);
-    }
+    for (const auto& m : now)
+      if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
     return now;
   }
 
@@ -439,7 +440,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
         return {};
       case signal_target::tree:
         if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), sig);
-        for (const auto& m : scan_members())
+        for (const auto& m : scan_members(true))
           if (m.pid != agent_pid) detail::signal_process(m, sig);
         return {};
     }
@@ -447,15 +448,15 @@ struct child::impl : std::enable_shared_from_this<impl> {
   }
 
   // Session mode: SIGKILL everything we can find; true when nothing is left.
-  bool session_kill_sweep() {
+  bool session_kill_sweep(bool thorough = false) {
     if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
-    auto members = scan_members();
+    auto members = scan_members(thorough);
     for (const auto& m : members)
       if (m.pid != agent_pid) detail::signal_process(m, SIGKILL);
     return members.empty() && direct_reaped;
   }
 
-  bool session_tree_gone() {
+  bool session_tree_gone(bool thorough = false) {
     if (!direct_reaped) {
       if (auto st = try_reap(direct_pidfd.get())) {
         direct_reaped = true;
@@ -463,7 +464,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
       }
     }
     // Scan even while the leader lives: members found now stay known after they are reparented.
-    const bool members_left = !scan_members().empty();
+    const bool members_left = !scan_members(thorough).empty();
     return direct_reaped && !members_left;
   }
 
@@ -475,7 +476,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
     stopping = true;
     policy = std::move(p);
     stop_start = clock_type::now();
-    if (tree_gone || (mode == containment_kind::session && session_tree_gone())) {
+    if (tree_gone || (mode == containment_kind::session && session_tree_gone(true))) {
       tree_gone = true;
       phase = stop_phase::already_gone;
       return finish_stop({});
@@ -522,13 +523,13 @@ struct child::impl : std::enable_shared_from_this<impl> {
           host_side_kill_sweep();
         }
       } else {
-        session_kill_sweep();
+        session_kill_sweep(true);
       }
       return arm_stop_timer(policy.kill_wait);
     }
     // Kill phase timed out: sweep once more ourselves and report what is left.
     host_side_kill_sweep();
-    auto survivors = scan_members();
+    auto survivors = scan_members(true);
     std::vector<int> pids;
     for (const auto& s : survivors) pids.push_back(s.pid);
     if (!direct_reaped && mode == containment_kind::session) pids.push_back(agent_pid);

@@ -48,21 +48,7 @@ class StopTest : public ::testing::TestWithParam<std::tuple<hostile_case, contai
                                                .containment = std::get<1>(GetParam()),
                                                .reaper_path = AGENTHOST_REAPER});
     EXPECT_TRUE(c) << (c ? "" : c.error().message);
-    bool ready = false, eof = false;
-    std::function<void()> next = [&] {
-      c->async_read_lines([&](boost::system::error_code ec, line_batch b) {
-        if (ec) {
-          eof = true;
-          return;
-        }
-        for (auto& l : b)
-          if (l.text == "ready") ready = true;
-        if (!ready) next();
-      });
-    };
-    next();
-    EXPECT_TRUE(run_until(io, [&] { return ready || eof; }));
-    EXPECT_TRUE(ready);
+    EXPECT_TRUE(read_until_line(io, *c, "ready"));
     return std::move(*c);
   }
 
@@ -137,19 +123,7 @@ class StopSemantics : public ::testing::Test {
     EXPECT_TRUE(c);
     return std::move(*c);
   }
-  void wait_ready(child& c) {
-    bool ready = false;
-    std::function<void()> next = [&] {
-      c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
-        if (ec) return;
-        for (auto& l : b)
-          if (l.text == "ready") ready = true;
-        if (!ready) next();
-      });
-    };
-    next();
-    ASSERT_TRUE(run_until(io, [&] { return ready; }));
-  }
+  void wait_ready(child& c) { ASSERT_TRUE(read_until_line(io, c, "ready")); }
   asio::io_context io;
   std::string token = random_token();
   liveness_fifo fifo;
@@ -323,19 +297,8 @@ TEST(HostDeath, DISABLED_ChildHost) {
                          .containment = containment_kind::reaper,
                          .reaper_path = AGENTHOST_REAPER});
   ASSERT_TRUE(c);
-  bool ready = false;
-  std::function<void()> next = [&] {
-    c->async_read_lines([&](boost::system::error_code ec, line_batch b) {
-      if (ec) return;
-      for (auto& l : b)
-        if (l.text == "ready") ready = true;
-      if (!ready) next();
-    });
-  };
-  next();
-  ASSERT_TRUE(run_until(io, [&] { return ready; }));
-  // Let the double-forked daemon settle, then tell the parent test we are ready to be killed.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // "ready" comes after the whole tree is in place (the double fork's intermediate already reaped).
+  ASSERT_TRUE(read_until_line(io, *c, "ready"));
   const int fd = std::atoi(ready_fd);
   ASSERT_EQ(::write(fd, "r", 1), 1);
   for (;;) ::pause();  // SIGKILLed here

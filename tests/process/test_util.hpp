@@ -140,6 +140,24 @@ class liveness_fifo {
   int fd_ = -1;
 };
 
+/// Reads stdout until a line equal to `want` (true) or EOF / timeout (false).
+inline bool read_until_line(asio::io_context& io, process::child& c, std::string_view want,
+                            std::chrono::milliseconds timeout = 20s) {
+  bool found = false, eof = false;
+  std::function<void()> next = [&] {
+    c.async_read_lines([&](boost::system::error_code ec, process::line_batch b) {
+      if (ec) {
+        eof = true;
+        return;
+      }
+      for (const auto& l : b) found = found || l.text == want;
+      if (!found) next();
+    });
+  };
+  next();
+  return run_until(io, [&] { return found || eof; }, timeout) && found;
+}
+
 /// Kills (SIGKILL) whatever still carries the token, so one failing test cannot poison the next.
 inline void kill_leftovers(const std::string& needle) {
   for (int pid : processes_with_env(needle)) ::kill(pid, SIGKILL);

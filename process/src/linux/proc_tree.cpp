@@ -64,34 +64,49 @@ std::vector<proc_entry> scan_processes() {
   return result;
 }
 
-std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id) {
+std::vector<proc_entry> collect_tree(const std::vector<proc_entry>& all, const std::vector<proc_entry>& roots,
+                                     int session_id, int exclude) {
+  std::unordered_map<int, std::size_t> index;
   std::unordered_multimap<int, std::size_t> children;  // ppid -> index
+  index.reserve(all.size());
   children.reserve(all.size());
-  for (std::size_t i = 0; i < all.size(); ++i) children.emplace(all[i].ppid, i);
-  std::vector<char> in(all.size(), 0);
-  std::vector<std::size_t> queue;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    const bool is_root = all[i].pid == root;
-    if ((is_root && include_root) || (session_id > 0 && all[i].sid == session_id && !is_root)) {
-      in[i] = 1;
-      queue.push_back(i);
-    }
+    index.emplace(all[i].pid, i);
+    children.emplace(all[i].ppid, i);
   }
-  std::vector<int> frontier{root};
-  for (std::size_t i : queue) frontier.push_back(all[i].pid);
-  while (!frontier.empty()) {
-    const int parent = frontier.back();
-    frontier.pop_back();
+  std::vector<char> in(all.size(), 0);
+  std::vector<std::size_t> stack;
+  auto add = [&](std::size_t i) {
+    if (in[i] || all[i].pid == exclude) return;
+    in[i] = 1;
+    stack.push_back(i);
+  };
+  for (const auto& r : roots) {
+    auto it = index.find(r.pid);
+    if (it == index.end()) continue;
+    if (r.start_time != 0 && all[it->second].start_time != r.start_time) continue;  // recycled pid
+    add(it->second);
+  }
+  if (session_id > 0)
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (all[i].sid == session_id) add(i);
+  while (!stack.empty()) {
+    const int parent = all[stack.back()].pid;
+    stack.pop_back();
     auto [b, e] = children.equal_range(parent);
-    for (auto it = b; it != e; ++it) {
-      if (in[it->second] || all[it->second].pid == root) continue;
-      in[it->second] = 1;
-      frontier.push_back(all[it->second].pid);
-    }
+    for (auto it = b; it != e; ++it) add(it->second);
   }
   std::vector<proc_entry> members;
   for (std::size_t i = 0; i < all.size(); ++i)
     if (in[i] && all[i].state != 'Z' && all[i].state != 'X') members.push_back(all[i]);
+  return members;
+}
+
+std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id) {
+  proc_entry r;
+  r.pid = root;
+  auto members = collect_tree(all, {r}, session_id, -1);
+  if (!include_root) std::erase_if(members, [root](const proc_entry& e) { return e.pid == root; });
   return members;
 }
 

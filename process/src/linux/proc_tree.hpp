@@ -24,6 +24,13 @@ std::vector<proc_entry> scan_processes();
 /// Reads /proc/<pid>/stat; false when the process is gone.
 bool read_proc_entry(int pid, proc_entry& out);
 
+/// Live (non-zombie) processes reachable from `roots` by parent links (roots included; a root whose start_time is
+/// non-zero must still have that start time, else its pid was recycled), plus — when session_id > 0 — every process
+/// of that session and its descendants. `exclude` (e.g. the caller itself) is never part of the result. One pass
+/// over `all`: O(processes), whatever the number of roots.
+std::vector<proc_entry> collect_tree(const std::vector<proc_entry>& all, const std::vector<proc_entry>& roots,
+                                     int session_id, int exclude);
+
 /// Live (non-zombie) members of the tree: descendants of `root` by parent links (root excluded unless
 /// `include_root`), plus — when session_id > 0 — every process of that session and the descendants of those.
 std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id);

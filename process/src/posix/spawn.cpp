@@ -1,6 +1,7 @@
 #include "spawn.hpp"
 
 #include "../detail/reaper_protocol.hpp"
+#include "clean_spawn_attributes.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -124,18 +125,10 @@ int spawn_process(const spawn_request& r, int& error) {
   envp.push_back(nullptr);
 
   posix_spawnattr_t attr;
-  if (int rc = posix_spawnattr_init(&attr); rc != 0) {
+  if (const int rc = init_clean_spawn_attributes(attr); rc != 0) {
     error = rc;
     return -1;
   }
-  // The host may have SIGINT ignored (started in the background) or signals blocked: exec keeps both, and the agent
-  // would then ignore phase 1 of the stop. Start it with every disposition default and an empty mask.
-  sigset_t empty, all;
-  sigemptyset(&empty);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
