@@ -67,6 +67,7 @@ void post_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
 // waitid(P_PIDFD, WNOHANG): the status, or nullopt while the process runs. ECHILD (someone else reaped it: a host
 // that ignores SIGCHLD, or calls waitpid(-1)) gives unknown_status.
 std::optional<exit_status> try_reap(int pidfd) {
+  if (pidfd < 0) return exit_status{unknown_status{}};
   siginfo_t info{};
   for (;;) {
     if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG) == 0) break;
@@ -166,7 +167,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
 
   void start_background() {
     drain_stderr();
-    watch_direct_child();
+    if (pidfd_watch.is_open()) watch_direct_child();
     if (mode == containment_kind::reaper) read_control();
   }
 
@@ -214,18 +215,23 @@ struct child::impl : std::enable_shared_from_this<impl> {
       set_leader_status(*status);
       if (stopping) stop_timer.cancel();  // re-check the tree now
     } else {
-      // The reaper is gone. Normally it said "exit" and "empty" first — those are still queued on the control socket
-      // when its exit wakes us first: read them now. If it died (crash, SIGKILL) we cannot know the tree is gone;
-      // the stop's kill phase sweeps from the host side.
-      drain_control();
-      if (!leader_status) set_leader_status(unknown_status{});
-      // unknown_status: the host ignores SIGCHLD (or reaps with waitpid(-1)), so the kernel or the host reaped it.
-      if (reaper_said_empty && (status->success() || status->is_unknown())) {
-        set_tree_gone();
-      } else {
-        log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status->to_string());
-        if (stopping) stop_timer.cancel();  // the stop sweeps from the host side
-      }
+      on_reaper_gone(*status);
+    }
+  }
+
+  // The reaper is gone. Normally it said "exit" and "empty" first — those are still queued on the control socket when
+  // its exit wakes us first: read them now. If it died (crash, SIGKILL) we cannot know the tree is gone; the stop's
+  // kill phase sweeps from the host side.
+  void on_reaper_gone(exit_status status) {
+    direct_reaped = true;
+    drain_control();
+    if (!leader_status) set_leader_status(unknown_status{});
+    // unknown_status: the host ignores SIGCHLD (or reaps with waitpid(-1)), so the kernel or the host reaped it.
+    if (reaper_said_empty && (status.success() || status.is_unknown())) {
+      set_tree_gone();
+    } else {
+      log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status.to_string());
+      if (stopping) stop_timer.cancel();  // the stop sweeps from the host side
     }
   }
 
@@ -237,7 +243,10 @@ struct child::impl : std::enable_shared_from_this<impl> {
   }
 
   void on_control_readable() {
-    if (drain_control()) read_control();
+    if (drain_control()) return read_control();
+    // EOF: the reaper exited. Normally its pidfd tells us (on_direct_child_exit); without one (it was reaped by the
+    // kernel because the host ignores SIGCHLD) this is the only signal.
+    if (!pidfd_watch.is_open()) on_reaper_gone(unknown_status{});
   }
 
   // Handles every queued message; false once the socket reached EOF (the reaper closes it only by exiting).
@@ -757,7 +766,10 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
                     spawn_errno);
   }
   unique_fd pidfd{detail::pidfd_open(*pid)};
-  if (!pidfd) {
+  // ESRCH: the child already exited and was reaped by the kernel — the host ignores SIGCHLD (or has SA_NOCLDWAIT).
+  // That is a run that ended, with its status lost, not a spawn failure.
+  const bool auto_reaped = !pidfd && errno == ESRCH;
+  if (!pidfd && !auto_reaped) {
     // Without a pidfd we cannot signal or wait without PID-reuse races; refuse rather than run unsafely.
     const int e = errno;
     ::kill(*pid, SIGKILL);
@@ -770,8 +782,8 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
     auto started = await_reaper_start(ctl_parent.get(), *exe);
     if (!started) {
       ctl_parent.reset();  // EOF makes the reaper kill whatever it started and exit
-      poll_readable(pidfd.get(), std::chrono::milliseconds{2000});
-      if (!try_reap(pidfd.get())) {
+      if (pidfd) poll_readable(pidfd.get(), std::chrono::milliseconds{2000});
+      if (pidfd && !try_reap(pidfd.get())) {
         detail::pidfd_send_signal(pidfd.get(), SIGKILL);
         siginfo_t info{};
         ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd.get()), &info, WEXITED);
@@ -786,10 +798,10 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   im->agent_pid = agent_pid;
   im->tree_token = std::move(tree_token);
   im->direct_pid = *pid;
-  int watch = ::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 0);
-  im->direct_pidfd = std::move(pidfd);
   error_code ec;
-  im->pidfd_watch.assign(watch, ec);
+  if (pidfd) im->pidfd_watch.assign(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 0), ec);
+  im->direct_pidfd = std::move(pidfd);
+  im->direct_reaped = auto_reaped;
   im->out.assign(out_r.release(), ec);
   im->err.assign(err_r.release(), ec);
   if (in_parent) {
@@ -802,6 +814,7 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   im->log(log_level::debug, "spawned " + im->opts.executable.string() + " as pid " + std::to_string(agent_pid) +
                                 (mode == containment_kind::reaper ? " under agenthost-reaper" : " (session mode)"));
   im->start_background();
+  if (auto_reaped && mode == containment_kind::session) im->set_leader_status(unknown_status{});
   return child{std::move(im)};
 }
 

@@ -47,7 +47,7 @@ class StopTest : public ::testing::TestWithParam<std::tuple<hostile_case, contai
                                                                {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
                                                .containment = std::get<1>(GetParam()),
                                                .reaper_path = AGENTHOST_REAPER});
-    EXPECT_TRUE(c) << (c ? "" : c.error().message);
+    if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
     EXPECT_TRUE(read_until_line(io, *c, "ready"));
     return std::move(*c);
   }
@@ -120,7 +120,7 @@ class StopSemantics : public ::testing::Test {
                                                                {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
                                                .reaper_path = AGENTHOST_REAPER,
                                                .destroy_timeout = destroy_timeout});
-    EXPECT_TRUE(c);
+    if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
     return std::move(*c);
   }
   void wait_ready(child& c) { ASSERT_TRUE(read_until_line(io, c, "ready")); }
