@@ -813,8 +813,13 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   im->err.non_blocking(true, ec);
   im->log(log_level::debug, "spawned " + im->opts.executable.string() + " as pid " + std::to_string(agent_pid) +
                                 (mode == containment_kind::reaper ? " under agenthost-reaper" : " (session mode)"));
-  im->start_background();
-  if (auto_reaped && mode == containment_kind::session) im->set_leader_status(unknown_status{});
+  // Internal operations start on the child's executor: spawn() may run on any thread (e.g. outside the strand that
+  // serializes the child), and nothing of the child may then run concurrently with the caller.
+  asio::post(im->ex, [im, auto_reaped] {
+    if (im->shut_down) return;
+    im->start_background();
+    if (auto_reaped && im->mode == containment_kind::session) im->set_leader_status(unknown_status{});
+  });
   return child{std::move(im)};
 }
 

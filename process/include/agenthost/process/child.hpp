@@ -49,7 +49,8 @@ class child {
 
   /// Spawn `options.executable`. Errors name the path: errc::executable_not_found, executable_not_executable,
   /// working_directory_not_found, reaper_not_found, spawn_failed. Never throws for OS failures (std::bad_alloc
-  /// aside); on failure no process, zombie or descriptor is left behind.
+  /// aside); on failure no process, zombie or descriptor is left behind. May be called from any thread: the child's
+  /// internal operations start on `executor`.
   static boost::system::result<child, spawn_error> spawn(executor_type executor, spawn_options options);
 
   child(child&&) noexcept;
