@@ -1,0 +1,155 @@
+"""Self-test of the mock model server (python3 -m unittest test_mockmodel, from this folder). No agent needed."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import mockmodel  # noqa: E402
+import scenario  # noqa: E402
+
+
+def sse_events(raw: bytes) -> list:
+    out = []
+    for block in raw.decode("utf-8").split("\n\n"):
+        if not block.strip():
+            continue
+        assert block.startswith("data: "), block
+        data = block[len("data: "):]
+        out.append(data if data == "[DONE]" else json.loads(data))
+    return out
+
+
+class MockModelTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.log = str(Path(cls.tmp.name) / "requests.jsonl")
+        cls.scenarios = scenario.load(HERE / "scenarios.json")
+        cls.server = mockmodel.MockServer(cls.scenarios, cls.log)
+        cls.port = cls.server.server_address[1]
+        cls.thread = threading.Thread(target=cls.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        cls.thread.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+        cls.tmp.cleanup()
+
+    def post(self, body: dict, path: str = "/v1/chat/completions"):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def chat(self, model: str, messages: list | None = None, path: str = "/v1/chat/completions"):
+        return self.post({"model": model, "stream": True,
+                          "messages": messages or [{"role": "user", "content": "hi"}]}, path)
+
+    def test_listens_on_loopback_only(self):
+        self.assertEqual(self.server.server_address[0], "127.0.0.1")
+
+    def test_tool_scenario_streams_thinking_text_and_a_tool_call(self):
+        status, raw = self.chat("tool")
+        self.assertEqual(status, 200)
+        events = sse_events(raw)
+        self.assertEqual(events[-1], "[DONE]")
+        chunks = events[:-1]
+        deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+        thinking = "".join(d.get("reasoning_content", "") for d in deltas)
+        text = "".join(d.get("content", "") for d in deltas)
+        self.assertEqual(thinking, "The user wants me to run echo. I will call the bash tool.")
+        self.assertEqual(text, "Running the command now.")
+        calls = [tc for d in deltas for tc in d.get("tool_calls", [])]
+        self.assertEqual(calls[0]["id"], "call_mock_echo_1")
+        self.assertEqual(calls[0]["function"]["name"], "bash")
+        args = "".join(tc["function"].get("arguments", "") for tc in calls)
+        self.assertEqual(json.loads(args), {"command": "echo agenthost-tool-output"})
+        self.assertGreater(len(calls), 2, "arguments are streamed in pieces")
+        self.assertEqual(chunks[-2]["choices"][0]["finish_reason"], "tool_calls")
+        self.assertEqual(chunks[-1]["choices"], [])
+        self.assertEqual(chunks[-1]["usage"]["prompt_tokens"], 100)
+
+    def test_the_turn_follows_the_conversation(self):
+        history = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+                   {"role": "assistant", "content": None, "tool_calls": []},
+                   {"role": "tool", "tool_call_id": "call_mock_echo_1", "content": "agenthost-tool-output\n"}]
+        status, raw = self.chat("tool", history)
+        self.assertEqual(status, 200)
+        deltas = [c["choices"][0]["delta"] for c in sse_events(raw)[:-1] if c["choices"]]
+        text = "".join(d.get("content", "") for d in deltas)
+        self.assertIn("你好，世界! café 🌍", text)
+        self.assertNotIn("tool_calls", json.dumps(deltas))
+        # A third turn does not exist: a clear 400, not a hang.
+        status, raw = self.chat("tool", history + [{"role": "assistant", "content": "x"}])
+        self.assertEqual(status, 400)
+        self.assertIn("has no turn 2", json.loads(raw)["error"]["message"])
+
+    def test_http_errors(self):
+        for name, code in (("http500", 500), ("http429", 429), ("http400", 400)):
+            status, raw = self.chat(name)
+            self.assertEqual(status, code)
+            self.assertIn("mock", json.loads(raw)["error"]["message"])
+
+    def test_unknown_scenario_names_the_known_ones(self):
+        status, raw = self.chat("no-such-scenario")
+        self.assertEqual(status, 404)
+        self.assertIn("answer", json.loads(raw)["error"]["message"])
+
+    def test_path_prefix_selects_the_scenario(self):
+        status, raw = self.chat("whatever-model", path="/s/answer/v1/chat/completions")
+        self.assertEqual(status, 200)
+        deltas = [c["choices"][0]["delta"] for c in sse_events(raw)[:-1] if c["choices"]]
+        self.assertEqual("".join(d.get("content", "") for d in deltas),
+                         "".join(self.scenarios["answer"].turns[0].blocks[1].chunks))
+
+    def test_a_client_that_goes_away_mid_stream_is_logged(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        body = json.dumps({"model": "slow", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+        s.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+        first = s.recv(4096)
+        self.assertIn(b"200 OK", first)
+        s.close()
+        # The server notices at its next write (one chunk delay later); wait for its log line, bounded.
+        deadline = 50
+        while deadline:
+            lines = [json.loads(l) for l in Path(self.log).read_text().splitlines()] if Path(self.log).exists() else []
+            if any(r.get("scenario") == "slow" and r.get("outcome") == "client_gone" for r in lines):
+                break
+            deadline -= 1
+            threading.Event().wait(0.1)
+        self.assertTrue(deadline > 0, "the slow stream was not ended when the client left")
+
+    def test_command_line_prints_the_port(self):
+        with tempfile.TemporaryDirectory() as d:
+            port_file = Path(d) / "port"
+            p = subprocess.Popen([sys.executable, str(HERE / "mockmodel.py"), "--port-file", str(port_file),
+                                  "--max-seconds", "30"], stdout=subprocess.PIPE, text=True)
+            try:
+                line = p.stdout.readline()
+                self.assertRegex(line, r"^PORT \d+$")
+                self.assertEqual(port_file.read_text().strip(), line.split()[1])
+            finally:
+                p.kill()
+                p.wait(10)
+                p.stdout.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

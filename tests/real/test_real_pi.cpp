@@ -1,0 +1,602 @@
+// The real pi CLI (installed from npm by scripts/install-agents.sh into .npm-agents/) against the scripted mock model
+// server (tests/mockmodel/), through the provider and through the agenthost program. Checks that what pi really prints
+// maps to the scripted content exactly, that failures are classified, and that a stop leaves no process behind.
+//
+// Skips (naming why) when pi is not installed or python3 is missing. AGENTHOST_REAL_PI overrides the pi executable.
+// AGENTHOST_RECORD_FIXTURES=1 writes what pi printed into fixtures/pi/recorded/pi-<version>-<scenario>.jsonl.
+#include "test_util.hpp"
+
+#include <agenthost/process/child.hpp>
+#include <agenthost/providers/pi.hpp>
+#include <agenthost/transport/contract_checker.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <nlohmann/json.hpp>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+using namespace agenthost;
+using namespace agenthost::test;
+using nlohmann::json;
+using transport::message;
+using transport::message_type;
+
+namespace {
+
+const std::string source_dir = AGENTHOST_SOURCE_DIR;
+const std::string mockmodel_dir = source_dir + "/tests/mockmodel";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string pi_executable() {
+  if (const char* p = std::getenv("AGENTHOST_REAL_PI"); p != nullptr && *p != '\0') return p;
+  return source_dir + "/.npm-agents/node_modules/.bin/pi";
+}
+
+// The installed pi's version, from its package.json next to the .bin link ("" when unknown).
+std::string pi_version_string() {
+  std::error_code ec;
+  const auto target = std::filesystem::canonical(pi_executable(), ec);  // …/pi-coding-agent/dist/cli.js
+  if (ec) return {};
+  for (auto dir = target.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir / "package.json")) {
+      const auto j = json::parse(read_file(dir / "package.json"), nullptr, false);
+      return j.is_object() ? j.value("version", "") : "";
+    }
+  }
+  return {};
+}
+
+// Why the suite cannot run here (empty: it can).
+std::string unavailable_reason() {
+  const std::string pi = pi_executable();
+  if (::access(pi.c_str(), X_OK) != 0) {
+    std::string why = "pi is not installed at " + pi + " — run scripts/install-agents.sh";
+    const std::string status = read_file(source_dir + "/.npm-agents/install-status.txt");
+    if (!status.empty()) why += " (its last result: " + status.substr(0, status.find('\n')) + ")";
+    return why;
+  }
+  if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
+  return {};
+}
+
+const json& scenarios() {
+  static const json s = json::parse(read_file(mockmodel_dir + "/scenarios.json")).at("scenarios");
+  return s;
+}
+
+// What a scenario scripts, over all its turns.
+struct script {
+  std::vector<std::string> text_chunks;  // every text delta, in order
+  std::vector<std::string> thoughts;     // one per thinking block, in order
+  std::vector<json> tool_calls;          // {id, name, arguments}
+  std::string last_text;                 // the text of the last turn (pi's final message)
+  std::size_t turns = 0;
+
+  std::string text() const {
+    std::string s;
+    for (const auto& c : text_chunks) s += c;
+    return s;
+  }
+};
+
+script scripted(const std::string& name) {
+  script s;
+  for (const auto& turn : scenarios().at(name).at("turns")) {
+    ++s.turns;
+    s.last_text.clear();
+    for (const auto& block : turn.value("blocks", json::array())) {
+      if (block.contains("text")) {
+        std::vector<std::string> chunks;
+        if (const auto& t = block["text"]; t.is_object())  // {"repeat": chunk, "count": n}
+          chunks.assign(t.at("count").get<std::size_t>(), t.at("repeat").get<std::string>());
+        else
+          chunks = t.get<std::vector<std::string>>();
+        for (const auto& c : chunks) {
+          s.text_chunks.push_back(c);
+          s.last_text += c;
+        }
+      } else if (block.contains("thinking")) {
+        std::string t;
+        for (const auto& c : block["thinking"]) t += c.get<std::string>();
+        s.thoughts.push_back(t);
+      } else if (block.contains("tool_call")) {
+        s.tool_calls.push_back(block["tool_call"]);
+      }
+    }
+  }
+  return s;
+}
+
+// A mapper that hands every line to the pi mapper and keeps a copy (what pi printed, for diagnostics and recording).
+class recording_mapper final : public mapper::event_mapper {
+ public:
+  recording_mapper(std::unique_ptr<mapper::event_mapper> inner, std::shared_ptr<std::vector<std::string>> lines)
+      : inner_(std::move(inner)), lines_(std::move(lines)) {}
+  void on_line(std::string_view line, std::vector<message>& out) override {
+    lines_->emplace_back(line);
+    inner_->on_line(line, out);
+  }
+  void on_oversize_line(std::string_view head, std::size_t total, std::vector<message>& out) override {
+    lines_->push_back("<oversize line of " + std::to_string(total) + " bytes>");
+    inner_->on_oversize_line(head, total, out);
+  }
+  [[nodiscard]] bool agent_finished() const noexcept override { return inner_->agent_finished(); }
+  void finish(const mapper::run_end& end, std::vector<message>& out) override { inner_->finish(end, out); }
+  [[nodiscard]] const mapper::mapper_stats& stats() const noexcept override { return inner_->stats(); }
+
+ private:
+  std::unique_ptr<mapper::event_mapper> inner_;
+  std::shared_ptr<std::vector<std::string>> lines_;
+};
+
+// The mock model server as a child process of the test (killed with its tree when the object goes away).
+class mock_model {
+ public:
+  mock_model(asio::io_context& io, const std::string& dir, const std::string& token) : log_(dir + "/requests.jsonl") {
+    auto c = process::child::spawn(
+        io.get_executor(),
+        {.executable = AGENTHOST_PYTHON3,
+         .args = {"-B", mockmodel_dir + "/mockmodel.py", "--log", log_, "--max-seconds", "300"},
+         .env = {.set = {{"AGENTHOST_MOCK_TOKEN", token}}},
+         .stdin_mode = process::stdin_kind::null,
+         .reaper_path = AGENTHOST_REAPER});
+    if (!c) {
+      error_ = "could not start the mock model server: " + c.error().message;
+      return;
+    }
+    child_.emplace(std::move(*c));
+    bool done = false;
+    child_->async_read_lines([&](boost::system::error_code ec, process::line_batch lines) {
+      done = true;
+      if (!ec && !lines.empty()) {
+        const std::string first(lines.front().text);
+        if (first.rfind("PORT ", 0) == 0) port_ = std::atoi(first.c_str() + 5);
+      }
+    });
+    if (!run_until(io, [&] { return done; }, 20s)) error_ = "the mock model server printed no port within 20 s";
+    else if (port_ <= 0) error_ = "the mock model server did not start: " + child_->stderr_tail();
+  }
+
+  [[nodiscard]] const std::string& error() const { return error_; }
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+
+  // The requests it served so far (one JSON object per request, see mockmodel.py).
+  [[nodiscard]] std::vector<json> requests() const {
+    std::vector<json> out;
+    std::istringstream in(read_file(log_));
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty()) out.push_back(json::parse(l));
+    return out;
+  }
+
+ private:
+  std::string log_;
+  std::string error_;
+  int port_ = 0;
+  std::optional<process::child> child_;
+};
+
+std::string assistant_text(const std::vector<message>& ms) {
+  std::string s;
+  for (const auto& m : ms)
+    if (m.type == message_type::assistant) s += m.content.at("text").get<std::string>();
+  return s;
+}
+
+std::vector<std::string> all_of(const std::vector<message>& ms, message_type t, const char* field) {
+  std::vector<std::string> out;
+  for (const auto& m : ms)
+    if (m.type == t) out.push_back(m.content.at(field).get<std::string>());
+  return out;
+}
+
+std::vector<const message*> of_type(const std::vector<message>& ms, message_type t) {
+  std::vector<const message*> out;
+  for (const auto& m : ms)
+    if (m.type == t) out.push_back(&m);
+  return out;
+}
+
+std::string dump(const std::vector<message>& ms) {
+  std::string s;
+  for (const auto& m : ms) s += "  " + m.to_json_line() + "\n";
+  return s;
+}
+
+// The scenarios as pi models of one custom provider "mock".
+json models_json(const std::string& base_url) {
+  json models = json::array();
+  for (const auto& [name, _] : scenarios().items())
+    models.push_back({{"id", name}, {"reasoning", true}, {"contextWindow", 32000}, {"maxTokens", 4096}});
+  return {{"providers",
+           {{"mock",
+             {{"baseUrl", base_url},
+              {"api", "openai-completions"},
+              {"apiKey", "mock-key"},
+              {"compat", {{"supportsDeveloperRole", false}, {"supportsUsageInStreaming", true}}},
+              {"models", models}}}}}};
+}
+
+// pi's own retry of failed model calls: one retry after 100 ms (instead of three after 2, 4, 8 s), and no extra
+// retries inside the OpenAI client. Supported by pi 0.73.1 (settings-manager.js getRetrySettings /
+// getProviderRetrySettings).
+const json settings_json = {{"retry", {{"enabled", true}, {"maxRetries", 1}, {"baseDelayMs", 100},
+                                       {"provider", {{"maxRetries", 0}}}}}};
+
+class RealPi : public ::testing::Test {
+ protected:
+  struct result {
+    boost::system::error_code ec;
+    std::vector<message> messages;
+    message terminal;
+    std::vector<std::string> pi_lines;  // what pi printed on stdout
+    std::chrono::milliseconds elapsed{};
+  };
+
+  void SetUp() override {
+    if (const auto why = unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+    std::filesystem::create_directories(dir + "/home");
+    std::filesystem::create_directories(dir + "/agent");
+    std::filesystem::create_directories(work);
+    mock.emplace(io, dir, mock_token);
+    ASSERT_EQ(mock->error(), "");
+    std::ofstream(dir + "/agent/models.json") << models_json(mock->base_url()).dump(2);
+    std::ofstream(dir + "/agent/settings.json") << settings_json.dump(2);
+  }
+
+  void TearDown() override {
+    mock.reset();
+    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+    kill_leftovers("AGENTHOST_MOCK_TOKEN=" + mock_token);
+    std::filesystem::remove_all(dir);
+  }
+
+  // Isolated: own HOME and config dir, offline, no proxies, only the mock provider; the token marks every process.
+  std::map<std::string, std::string> pi_environment() const {
+    return {{"HOME", dir + "/home"},
+            {"PI_CODING_AGENT_DIR", dir + "/agent"},
+            {"PI_OFFLINE", "1"},
+            {"PI_SKIP_VERSION_CHECK", "1"},
+            {"NO_PROXY", "127.0.0.1,localhost"},
+            {"AGENTHOST_TEST_TOKEN", token}};
+  }
+  static std::vector<std::string> unset_environment() {
+    return {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+            "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS"};
+  }
+
+  providers::pi_options options(const std::string& scenario) const {
+    providers::pi_options o{.executable = pi_executable(),
+                            .provider = "mock",
+                            .model = scenario,
+                            .thinking_level = "low",
+                            .no_session = true,
+                            .working_directory = work,
+                            .env = {.unset = unset_environment(), .set = pi_environment()},
+                            .pi_version = providers::version::parse(pi_version_string()),
+                            .reaper_path = AGENTHOST_REAPER};
+    o.run.deadline = std::chrono::seconds(60);
+    o.run.first_event_timeout = std::chrono::seconds(30);
+    return o;
+  }
+
+  // Runs pi to its end. `cancel_when` is asked after every message and may also poll (e.g. for a tool's process):
+  // once it says yes, the run is cancelled through its cancellation slot.
+  result run(const std::string& scenario, const providers::pi_options& o,
+             const std::function<bool(const std::vector<message>&)>& cancel_when = {}) {
+    result r;
+    auto lines = std::make_shared<std::vector<std::string>>();
+    bool done = false, cancelled = false;
+    asio::cancellation_signal sig;
+    const auto t0 = std::chrono::steady_clock::now();
+    providers::async_run_agent(
+        io.get_executor(), providers::pi_spawn_options(o, "Do what the scenario says."),
+        std::make_unique<recording_mapper>(providers::make_pi_mapper(o), lines), o.run,
+        [&](const message& m) { r.messages.push_back(m); },
+        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
+          r.ec = ec;
+          r.terminal = std::move(t);
+          done = true;
+        }));
+    const bool finished = run_until(io, [&] {
+      if (!done && !cancelled && cancel_when && cancel_when(r.messages)) {
+        cancelled = true;
+        sig.emit(asio::cancellation_type::terminal);
+      }
+      return done;
+    }, 90s);
+    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    r.pi_lines = *lines;
+    EXPECT_TRUE(finished) << "the run did not end within 90 s";
+    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << dump(r.messages);
+    if (!r.messages.empty()) {
+      EXPECT_EQ(r.messages.back(), r.terminal);
+    }
+    EXPECT_EQ(processes_with_env("AGENTHOST_TEST_TOKEN=" + token), std::vector<int>{})
+        << "the run left processes behind";
+    if (scenarios().contains(scenario)) record(scenario, r);
+    std::cout << "[ real pi ] " << scenario << ": " << r.pi_lines.size() << " lines from pi, " << r.messages.size()
+              << " messages, " << r.elapsed.count() << " ms\n";
+    return r;
+  }
+
+  // AGENTHOST_RECORD_FIXTURES=1: what pi printed → fixtures/pi/recorded/, with the temporary paths replaced.
+  void record(const std::string& scenario, const result& r) const {
+    const char* flag = std::getenv("AGENTHOST_RECORD_FIXTURES");
+    if (flag == nullptr || std::string(flag) != "1") return;
+    const std::string out_dir = source_dir + "/fixtures/pi/recorded";
+    std::filesystem::create_directories(out_dir);
+    const std::string version = pi_version_string();
+    std::ofstream out(out_dir + "/pi-" + (version.empty() ? "unknown" : version) + "-" + scenario + ".jsonl",
+                      std::ios::binary | std::ios::trunc);
+    for (std::string line : r.pi_lines) {
+      for (const auto& [from, to] : {std::pair<std::string, std::string>{work, "/home/user/project"},
+                                     {dir, "/home/user"},
+                                     {"127.0.0.1:" + std::to_string(mock->port()), "127.0.0.1:18765"}}) {
+        for (auto pos = line.find(from); pos != std::string::npos; pos = line.find(from, pos + to.size()))
+          line.replace(pos, from.size(), to);
+      }
+      out << line << "\n";
+    }
+  }
+
+  std::vector<std::string> mock_requests_of(const std::string& scenario) const {
+    std::vector<std::string> out;
+    for (const auto& r : mock->requests())
+      if (r.value("scenario", "") == scenario) out.push_back(r.value("outcome", "") + "@turn" + r["turn"].dump());
+    return out;
+  }
+
+  // A live process of this test's pi run whose command is `comm` (e.g. the bash tool's sleep).
+  std::optional<int> process_named(const std::string& comm) const {
+    for (int pid : processes_with_env("AGENTHOST_TEST_TOKEN=" + token)) {
+      std::string c = read_file("/proc/" + std::to_string(pid) + "/comm");
+      if (!c.empty() && c.back() == '\n') c.pop_back();
+      if (c == comm) return pid;
+    }
+    return std::nullopt;
+  }
+
+  asio::io_context io;
+  std::string token = random_token();
+  std::string mock_token = random_token();
+  std::string dir = [] {
+    char t[] = "/tmp/agenthost-real-pi-XXXXXX";
+    return std::string(::mkdtemp(t));
+  }();
+  std::string work = dir + "/work";
+  std::optional<mock_model> mock;
+};
+
+void expect_completed_with_script(const std::vector<message>& ms, const message& terminal, const script& s) {
+  ASSERT_EQ(terminal.type, message_type::terminal_completed) << dump(ms);
+  ASSERT_FALSE(ms.empty());
+  EXPECT_EQ(ms.front().type, message_type::session_started);
+  // The exact scripted text: nothing lost, nothing doubled, chunk by chunk as the model streamed it.
+  EXPECT_EQ(assistant_text(ms), s.text());
+  EXPECT_EQ(all_of(ms, message_type::assistant, "text"), s.text_chunks);
+  EXPECT_EQ(terminal.content.at("text"), s.last_text);
+  EXPECT_EQ(terminal.content.at("stop_reason"), "stop");
+  EXPECT_FALSE(terminal.content.value("text_diverged", false));
+  // Thinking: pi exposes reasoning_content as thinking blocks; one assistant.thought per block, in order.
+  EXPECT_EQ(all_of(ms, message_type::assistant_thought, "text"), s.thoughts);
+}
+
+TEST_F(RealPi, ToolCallWithThinkingAndANonAsciiAnswer) {
+  const auto s = scripted("tool");
+  auto r = run("tool", options("tool"));
+  expect_completed_with_script(r.messages, r.terminal, s);
+  EXPECT_EQ(r.messages.front().content.at("cwd"), work);
+
+  const auto calls = of_type(r.messages, message_type::tool_call);
+  ASSERT_EQ(calls.size(), 1u) << dump(r.messages);
+  const auto& call = s.tool_calls.at(0);
+  EXPECT_EQ(calls[0]->content.at("tool_call_id"), call.at("id"));
+  EXPECT_EQ(calls[0]->content.at("name"), "bash");
+  EXPECT_EQ(calls[0]->content.at("input"), call.at("arguments"));
+  const auto done = of_type(r.messages, message_type::tool_completed);
+  ASSERT_EQ(done.size(), 1u) << dump(r.messages);
+  EXPECT_EQ(done[0]->content.at("tool_call_id"), call.at("id"));
+  EXPECT_EQ(done[0]->content.at("output"), "agenthost-tool-output\n");
+  EXPECT_TRUE(of_type(r.messages, message_type::tool_failed).empty());
+
+  // Usage is summed over both model calls (the mock reports 100 prompt tokens per call, one output token per chunk).
+  const auto& usage = r.terminal.content.at("usage");
+  EXPECT_EQ(usage.at("input_tokens"), 200);
+  EXPECT_EQ(usage.at("output_tokens"), 12 + 16);
+  EXPECT_EQ(mock_requests_of("tool"), (std::vector<std::string>{"complete@turn0", "complete@turn1"}));
+}
+
+TEST_F(RealPi, AnswerWithoutTools) {
+  const auto s = scripted("answer");
+  auto r = run("answer", options("answer"));
+  expect_completed_with_script(r.messages, r.terminal, s);
+  EXPECT_TRUE(of_type(r.messages, message_type::tool_call).empty());
+  EXPECT_EQ(r.terminal.content.at("usage").at("input_tokens"), 100);
+  EXPECT_EQ(mock_requests_of("answer"), (std::vector<std::string>{"complete@turn0"}));
+}
+
+TEST_F(RealPi, StreamedThinkingComesPerTurn) {
+  const auto s = scripted("tool");
+  auto o = options("tool");
+  o.thinking_output = mapper::thinking_mode::stream;
+  auto r = run("tool-stream-thinking", o);
+  expect_completed_with_script(r.messages, r.terminal, s);
+  // The first turn's thinking is out before its tool call, the second's after the tool result. (pi 0.73.1 with
+  // openai-completions ends every block only when the model's response is complete, so a thought never comes before
+  // the text of its own turn.)
+  std::vector<message_type> order;
+  for (const auto& m : r.messages)
+    if (m.type == message_type::assistant_thought || m.type == message_type::tool_call ||
+        m.type == message_type::tool_completed)
+      order.push_back(m.type);
+  EXPECT_EQ(order, (std::vector<message_type>{message_type::assistant_thought, message_type::tool_call,
+                                              message_type::tool_completed, message_type::assistant_thought}))
+      << dump(r.messages);
+}
+
+// pi retries 5xx/429 itself (here once, after 100 ms, see settings_json) and then gives up; JSON mode exits 0.
+void expect_http_failure(const std::vector<message>& ms, const message& terminal, int status, bool retryable,
+                         const std::string& text) {
+  ASSERT_EQ(terminal.type, message_type::terminal_failed) << dump(ms);
+  EXPECT_EQ(terminal.content.at("reason"), "agent_error");
+  EXPECT_EQ(terminal.content.at("http_status"), status);
+  EXPECT_EQ(terminal.content.at("retryable"), retryable);
+  EXPECT_EQ(terminal.content.at("text"), std::to_string(status) + " " + text);
+  EXPECT_EQ(terminal.content.at("stop_reason"), "error");
+  EXPECT_EQ(assistant_text(ms), "");
+  const auto statuses = of_type(ms, message_type::status);
+  if (retryable) {
+    ASSERT_EQ(statuses.size(), 2u) << dump(ms);
+    EXPECT_EQ(statuses[0]->content.at("kind"), "retry");
+    EXPECT_EQ(statuses[0]->content.at("attempt"), 1);
+    EXPECT_EQ(statuses[0]->content.at("delay_ms"), 100);
+    EXPECT_EQ(statuses[1]->content.at("retry_end"), true);
+    EXPECT_EQ(statuses[1]->content.at("success"), false);
+  } else {
+    EXPECT_TRUE(statuses.empty()) << dump(ms);
+  }
+}
+
+TEST_F(RealPi, Http500IsARetryableAgentError) {
+  auto r = run("http500", options("http500"));
+  expect_http_failure(r.messages, r.terminal, 500, true, "mock internal server error");
+  EXPECT_EQ(mock_requests_of("http500"), (std::vector<std::string>{"http_error@turn0", "http_error@turn0"}));
+}
+
+TEST_F(RealPi, Http429IsARetryableAgentError) {
+  auto r = run("http429", options("http429"));
+  expect_http_failure(r.messages, r.terminal, 429, true, "mock rate limit exceeded");
+  EXPECT_EQ(mock_requests_of("http429"), (std::vector<std::string>{"http_error@turn0", "http_error@turn0"}));
+}
+
+TEST_F(RealPi, Http400IsNotRetried) {
+  auto r = run("http400", options("http400"));
+  expect_http_failure(r.messages, r.terminal, 400, false, "mock bad request");
+  EXPECT_EQ(mock_requests_of("http400"), (std::vector<std::string>{"http_error@turn0"}));
+}
+
+TEST_F(RealPi, CancellationMidStream) {
+  const auto s = scripted("slow");
+  auto r = run("slow", options("slow"), [](const std::vector<message>& ms) {
+    return !ms.empty() && ms.back().type == message_type::assistant;
+  });
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_cancelled) << dump(r.messages);
+  const std::string got = assistant_text(r.messages);
+  EXPECT_FALSE(got.empty());
+  EXPECT_EQ(s.text().substr(0, got.size()), got) << "what was streamed before the stop is a prefix of the script";
+  EXPECT_LT(got.size(), s.text().size());
+  EXPECT_LT(r.elapsed, std::chrono::seconds(20)) << "the stream takes 40 s; the stop must not wait for it";
+}
+
+TEST_F(RealPi, CancellationDuringAToolKillsTheToolProcess) {
+  std::optional<int> sleep_pid;
+  auto r = run("long-tool", options("long-tool"), [&](const std::vector<message>& ms) {
+    // Once the call is announced, wait (polling /proc, bounded by the run's deadline) for its `sleep 30` to run.
+    if (of_type(ms, message_type::tool_call).empty()) return false;
+    if (!sleep_pid) sleep_pid = process_named("sleep");
+    return sleep_pid.has_value();
+  });
+  ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << dump(r.messages);
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_cancelled) << dump(r.messages);
+  const auto failed = of_type(r.messages, message_type::tool_failed);
+  ASSERT_EQ(failed.size(), 1u) << dump(r.messages);
+  EXPECT_EQ(failed[0]->content.at("tool_call_id"), "call_mock_sleep_1");
+  EXPECT_EQ(failed[0]->content.value("closed_by_finish", false), true);
+  EXPECT_EQ(process_named("sleep"), std::nullopt) << "the tool's sleep survived";
+  EXPECT_LT(r.elapsed, std::chrono::seconds(25)) << "the tool sleeps 30 s; the stop must not wait for it";
+}
+
+#ifdef AGENTHOST_CLI
+TEST_F(RealPi, CliSigintCancelsTheRunAndExits130) {
+  std::vector<std::string> args = {AGENTHOST_CLI, "run", "--agent", "pi", "--executable", pi_executable(),
+                                   "--provider", "mock", "--model", "slow", "--no-session", "--cwd", work,
+                                   "--json", "--timeout", "60s", "--", "Do what the scenario says."};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The host's environment minus proxies and keys, plus pi's isolation (the CLI passes it on to pi).
+  std::vector<std::string> env_store;
+  const auto unset = unset_environment();
+  const auto set = pi_environment();
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string item(*e);
+    const std::string name = item.substr(0, item.find('='));
+    if (std::find(unset.begin(), unset.end(), name) == unset.end() && !set.contains(name)) env_store.push_back(item);
+  }
+  for (const auto& [k, v] : set) env_store.push_back(k + "=" + v);
+  env_store.push_back(std::string("AGENTHOST_REAPER=") + AGENTHOST_REAPER);
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  const std::string err_file = dir + "/cli.stderr";
+  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out[1]);
+
+  // Read its JSONL; SIGINT once the first assistant line is out. Bounded: 60 s in all.
+  std::string raw;
+  bool signalled = false;
+  char buf[65536];
+  const auto deadline = t0 + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 1000) < 0) break;
+    if ((p.revents & (POLLIN | POLLHUP)) == 0) continue;
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<std::size_t>(n));
+    if (!signalled && raw.find("{\"type\":\"assistant\",") != std::string::npos) {
+      ASSERT_EQ(::kill(pid, SIGINT), 0);
+      signalled = true;
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  if (std::chrono::steady_clock::now() >= deadline) ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  std::vector<message> messages;
+  std::istringstream lines(raw);
+  for (std::string l; std::getline(lines, l);)
+    if (auto m = message::from_json_line(l)) messages.push_back(*m);
+
+  EXPECT_TRUE(signalled) << "no assistant line came\n" << raw << read_file(err_file);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << raw << read_file(err_file);
+  ASSERT_FALSE(messages.empty()) << raw;
+  EXPECT_EQ(messages.back().type, message_type::terminal_cancelled) << raw;
+  EXPECT_EQ(transport::check_run(messages), std::vector<std::string>{}) << raw;
+  EXPECT_EQ(processes_with_env("AGENTHOST_TEST_TOKEN=" + token), std::vector<int>{})
+      << "agenthost, its reaper, pi or a tool survived";
+  EXPECT_LT(elapsed, std::chrono::seconds(20));
+  std::cout << "[ real pi ] agenthost run + SIGINT: " << messages.size() << " messages, "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms\n";
+}
+#endif
+
+}  // namespace
