@@ -110,12 +110,19 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       first_event_timer_.cancel();
     }
     if (options_.idle_timeout) arm(idle_timer_, options_.idle_timeout, "idle");
-    for (const auto& l : lines) {
-      if (l.oversize) {
-        mapper_->on_oversize_line(l.text, l.total_bytes, out_);
-      } else {
-        mapper_->on_line(l.text, out_);
+    try {
+      for (const auto& l : lines) {
+        if (l.oversize) {
+          mapper_->on_oversize_line(l.text, l.total_bytes, out_);
+        } else {
+          mapper_->on_line(l.text, out_);
+        }
       }
+    } catch (...) {
+      // Mappers do not throw on bad input; this is std::bad_alloc or a bug. Stop the tree first, then rethrow.
+      failure_ = std::current_exception();
+      fail_with_exception();
+      return;
     }
     if (!deliver()) return;
     if (mapper_->agent_finished() && !linger_armed_) {
