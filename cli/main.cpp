@@ -1,4 +1,6 @@
-// agenthost — run a coding agent, map a recorded transcript, or replay one through the full provider path.
+// agenthost — run a coding agent, map a recorded transcript, replay one through the full provider path, or check
+// which agents are usable (doctor).
+#include "doctor.hpp"
 #include "options.hpp"
 #include "render.hpp"
 
@@ -119,6 +121,7 @@ int main(int argc, char** argv) {
   try {
     switch (p.cmd) {
       case cli::command::map: return map_file(p, render);
+      case cli::command::doctor: return cli::run_doctor(p, !p.json_output && ::isatty(STDOUT_FILENO) == 1);
       case cli::command::run:
         return run_with_signals(render, [&](asio::io_context& io, asio::cancellation_slot slot, auto done) {
           providers::async_run_pi(io.get_executor(), p.pi, p.prompt, std::ref(render),

@@ -1,7 +1,10 @@
 #include "options.hpp"
 
+#include "doctor.hpp"
+
 #include <agenthost/process/exit_status.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -15,9 +18,12 @@ const char* const usage_text =
     "                [--timeout D] [--idle-timeout D] [--first-event-timeout D] [--arg ARG]... [--json] [--] PROMPT...\n"
     "  agenthost map --agent pi [--exit-code N | --exit-signal SIG] [FILE]\n"
     "  agenthost replay --agent pi [--delay-ms N] [--fake-agent PATH] FILE\n"
+    "  agenthost doctor [--agent NAME]... [--executable PATH] [--timeout D] [--json]\n"
     "\n"
     "Streams normalized messages as JSONL on stdout (a readable rendering on a terminal unless --json); logs on\n"
-    "stderr. Durations: 500ms, 30s, 2m. Exit codes: 0 completed, 1 failed, 2 usage error, 130 cancelled.\n";
+    "stderr. Durations: 500ms, 30s, 2m. Exit codes: 0 completed, 1 failed, 2 usage error, 130 cancelled.\n"
+    "doctor: which agents are installed and usable (a table on a terminal, else one JSON array); exit 0 when every\n"
+    "requested agent (default: all known) is usable, 1 otherwise.\n";
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   if (text.empty()) return std::nullopt;
@@ -57,6 +63,7 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
   if (cmd == "run") p.cmd = command::run;
   else if (cmd == "map") p.cmd = command::map;
   else if (cmd == "replay") p.cmd = command::replay;
+  else if (cmd == "doctor") p.cmd = command::doctor;
   else if (cmd == "help" || cmd == "--help" || cmd == "-h") return parsed{};
   else return "unknown command '" + std::string(cmd) + "'";
 
@@ -100,12 +107,18 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
     if (name == "--agent") {
       AH_VALUE();
       p.agent = val;
+      if (std::find(p.agents.begin(), p.agents.end(), val) == p.agents.end()) p.agents.push_back(val);
     } else if (name == "--json") {
       if (!flag_only()) return std::string("--json takes no value");
       p.json_output = true;
     } else if (name == "--verbose" || name == "-v") {
       p.verbose = true;
-    } else if (p.cmd == command::run && name == "--executable") {
+    } else if (p.cmd == command::doctor && name == "--timeout") {
+      AH_VALUE();
+      auto d = parse_duration(val);
+      if (!d || d->count() <= 0) return "invalid duration '" + val + "' for " + name;
+      p.probe_timeout = *d;
+    } else if ((p.cmd == command::run || p.cmd == command::doctor) && name == "--executable") {
       AH_VALUE();
       p.pi.executable = val;
     } else if (p.cmd == command::run && name == "--model") {
@@ -175,6 +188,14 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
       return "unknown option '" + name + "' for " + std::string(cmd);
     }
 #undef AH_VALUE
+  }
+  if (p.cmd == command::doctor) {
+    if (!positional.empty()) return std::string("doctor takes no arguments");
+    for (const auto& a : p.agents)
+      if (!doctor_knows(a)) return "unknown agent '" + a + "' (known: " + doctor_agent_names() + ")";
+    if (p.pi.executable != providers::pi_options{}.executable && p.agents.size() != 1)
+      return std::string("--executable needs exactly one --agent");
+    return p;
   }
   if (p.agent.empty()) return std::string("--agent is required (supported: pi)");
   if (p.agent != "pi") return "unsupported agent '" + p.agent + "' (supported: pi)";

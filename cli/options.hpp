@@ -10,7 +10,7 @@
 
 namespace agenthost::cli {
 
-enum class command { run, map, replay, help };
+enum class command { run, map, replay, doctor, help };
 
 struct parsed {
   command cmd = command::help;
@@ -23,6 +23,9 @@ struct parsed {
   std::optional<int> exit_signal;
   int replay_delay_ms = 0;
   std::string fake_agent;
+  // doctor
+  std::vector<std::string> agents;                // --agent, repeatable; empty = every known agent
+  std::chrono::milliseconds probe_timeout{5000};  // --timeout: per agent
   bool json_output = false;  // --json: JSONL even on a terminal
   bool verbose = false;
 };

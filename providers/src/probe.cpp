@@ -1,0 +1,934 @@
+// Agent discovery. Everything of one probe runs on its executor; the probe and each version command keep themselves
+// alive through the shared_ptrs their pending operations hold. File-system look-ups are synchronous: they are a few
+// stat() calls and reads of small files, far below the cost of the version command itself.
+#include <agenthost/providers/probe.hpp>
+
+#include <agenthost/process/child.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+extern char** environ;
+
+namespace agenthost::providers {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using boost::system::error_code;
+
+namespace {
+
+using env_map = std::map<std::string, std::string>;
+using handler_type = asio::any_completion_handler<void(error_code, probe_result)>;
+
+// Gates in sync with pi.cpp (build_pi_arguments); the with_probe tests check that each feature reported as supported
+// is exactly what makes build_pi_arguments use it.
+constexpr version pi_first_session_id{1, 6, 0};
+constexpr version pi_first_double_dash{1, 6, 0};
+constexpr version pi_first_thinking_max{1, 6, 0};
+constexpr version pi_first_delta_json{0, 84, 0};
+constexpr version pi_oldest_tested{0, 73, 1};
+constexpr version pi_newest_known{1, 6, 0};
+constexpr version node_for_pi_1x{22, 19, 0};
+constexpr version node_for_pi_0x{20, 6, 0};
+constexpr std::size_t max_output_bytes = 8192;
+constexpr std::size_t max_version_text = 200;
+const char* const pi_install_hint =
+    "install pi: `npm install -g @earendil-works/pi-coding-agent` (needs Node.js >= 22.19), or "
+    "`npm install -g @mariozechner/pi-coding-agent@0.73.1` on older Node.js; or give its path";
+
+// What pi's own key lookup reads (pi-ai env-api-keys.ts); any of them set means some provider can authenticate.
+constexpr std::array<const char*, 23> pi_credential_variables{
+    "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY",     "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",    "GROQ_API_KEY",          "CEREBRAS_API_KEY",   "XAI_API_KEY",
+    "OPENROUTER_API_KEY", "AI_GATEWAY_API_KEY",   "ZAI_API_KEY",        "MISTRAL_API_KEY",
+    "MINIMAX_API_KEY",   "MINIMAX_CN_API_KEY",    "HF_TOKEN",           "DEEPSEEK_API_KEY",
+    "MOONSHOT_API_KEY",  "OPENCODE_API_KEY",      "KIMI_API_KEY",       "COPILOT_GITHUB_TOKEN",
+    "AWS_PROFILE",       "AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID"};
+
+// ---- environment and file helpers ----------------------------------------------------------------------------------
+
+// The environment the agent would get (same rules as process::spawn_options::env).
+env_map effective_environment(const process::environment_options& o) {
+  env_map env;
+  if (o.inherit) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const std::string_view kv{*e};
+      const auto eq = kv.find('=');
+      if (eq == std::string_view::npos) continue;
+      std::string name(kv.substr(0, eq));
+      if (!o.allow.empty() && std::find(o.allow.begin(), o.allow.end(), name) == o.allow.end()) continue;
+      if (std::find(o.unset.begin(), o.unset.end(), name) != o.unset.end()) continue;
+      env.emplace(std::move(name), std::string(kv.substr(eq + 1)));
+    }
+  }
+  for (const auto& [k, v] : o.set) env[k] = v;
+  return env;
+}
+
+std::string get(const env_map& env, const std::string& name) {
+  auto it = env.find(name);
+  return it == env.end() ? std::string{} : it->second;
+}
+
+// The PATH used to find programs: the agent's, or the default process::child::spawn uses without one.
+std::string search_path(const env_map& env) {
+  auto it = env.find("PATH");
+  return it == env.end() ? std::string("/usr/local/bin:/usr/bin:/bin") : it->second;
+}
+
+enum class file_check { ok, missing, not_executable };
+
+file_check check_executable(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return file_check::missing;
+  if (!S_ISREG(st.st_mode) || ::access(p.c_str(), X_OK) != 0) return file_check::not_executable;
+  return file_check::ok;
+}
+
+std::vector<fs::path> split_path(const std::string& path_var) {
+  std::vector<fs::path> dirs;
+  std::size_t begin = 0;
+  while (begin <= path_var.size()) {
+    std::size_t end = path_var.find(':', begin);
+    if (end == std::string::npos) end = path_var.size();
+    dirs.emplace_back(end > begin ? path_var.substr(begin, end - begin) : std::string("."));
+    begin = end + 1;
+  }
+  return dirs;
+}
+
+fs::path absolute_or_same(const fs::path& p) {
+  std::error_code ec;
+  auto a = fs::absolute(p, ec);
+  return ec ? p : a.lexically_normal();
+}
+
+std::string read_head(const fs::path& p, std::size_t n) {
+  std::ifstream in(p, std::ios::binary);
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  return s;
+}
+
+// "${NAME}" / "$NAME" from the agent's environment and a leading "~/" (what npm does with .npmrc values).
+std::string expand(std::string value, const env_map& env) {
+  std::string out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (value[i] == '$' && i + 1 < value.size()) {
+      std::size_t start = i + 1, end = 0;
+      bool braced = value[start] == '{';
+      if (braced) {
+        end = value.find('}', start);
+        if (end == std::string::npos) {
+          out += value.substr(i);
+          break;
+        }
+        out += get(env, value.substr(start + 1, end - start - 1));
+        i = end;
+        continue;
+      }
+      end = start;
+      while (end < value.size() && (std::isalnum(static_cast<unsigned char>(value[end])) || value[end] == '_')) ++end;
+      if (end > start) {
+        out += get(env, value.substr(start, end - start));
+        i = end - 1;
+        continue;
+      }
+    }
+    out += value[i];
+  }
+  if (out.size() >= 2 && out[0] == '~' && out[1] == '/') {
+    const auto home = get(env, "HOME");
+    if (!home.empty()) out = home + out.substr(1);
+  }
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// `prefix=` of the user's .npmrc ($NPM_CONFIG_USERCONFIG or ~/.npmrc), without running npm.
+std::optional<fs::path> npmrc_prefix(const env_map& env) {
+  fs::path rc = get(env, "NPM_CONFIG_USERCONFIG");
+  if (rc.empty()) rc = get(env, "npm_config_userconfig");
+  if (rc.empty()) {
+    const auto home = get(env, "HOME");
+    if (home.empty()) return std::nullopt;
+    rc = fs::path(home) / ".npmrc";
+  }
+  std::ifstream in(rc);
+  std::string line;
+  std::optional<fs::path> prefix;
+  while (std::getline(in, line)) {
+    const auto t = trim(line);
+    if (t.empty() || t[0] == '#' || t[0] == ';') continue;
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || trim(std::string_view(t).substr(0, eq)) != "prefix") continue;
+    auto v = trim(std::string_view(t).substr(eq + 1));
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+    if (!v.empty()) prefix = expand(v, env);  // the last one wins, as in npm
+  }
+  return prefix;
+}
+
+// Where npm, pnpm, pipx-style and other installers put programs that might not be on the agent's PATH.
+std::vector<fs::path> install_places(const env_map& env) {
+  std::vector<fs::path> dirs;
+  auto add = [&](const fs::path& d) {
+    if (!d.empty() && std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  };
+  for (const char* var : {"NPM_CONFIG_PREFIX", "npm_config_prefix"})
+    if (auto p = get(env, var); !p.empty()) add(fs::path(expand(p, env)) / "bin");
+  if (auto p = npmrc_prefix(env)) add(*p / "bin");
+  const auto home = get(env, "HOME");
+  if (!home.empty()) {
+    add(fs::path(home) / ".npm-global" / "bin");
+    add(fs::path(home) / ".local" / "bin");
+  }
+  add("/usr/local/bin");
+  if (!home.empty()) {
+    add(fs::path(home) / ".volta" / "bin");
+    add(fs::path(home) / ".bun" / "bin");
+  }
+  return dirs;
+}
+
+struct lookup {
+  fs::path found{};           // absolute, empty when not found
+  bool on_path = false;       // found in the agent's PATH (or given as a path)
+  fs::path not_executable{};  // the first candidate that exists but cannot be executed
+  std::string searched{};     // for messages
+};
+
+lookup find_program(const fs::path& name, const env_map& env, bool use_install_places) {
+  lookup r;
+  if (name.native().find('/') != std::string::npos) {
+    const auto abs = absolute_or_same(name);
+    switch (check_executable(abs)) {
+      case file_check::ok: r.found = abs; r.on_path = true; break;
+      case file_check::not_executable: r.not_executable = abs; break;
+      case file_check::missing: break;
+    }
+    r.searched = abs.string();
+    return r;
+  }
+  auto try_dirs = [&](const std::vector<fs::path>& dirs) {
+    for (const auto& d : dirs) {
+      const auto candidate = d / name;
+      const auto c = check_executable(candidate);
+      if (c == file_check::ok) return absolute_or_same(candidate);
+      if (c == file_check::not_executable && r.not_executable.empty()) r.not_executable = absolute_or_same(candidate);
+    }
+    return fs::path{};
+  };
+  const auto path_var = search_path(env);
+  r.searched = "PATH=" + path_var;
+  r.found = try_dirs(split_path(path_var));
+  r.on_path = !r.found.empty();
+  if (r.found.empty() && use_install_places) {
+    const auto places = install_places(env);
+    r.found = try_dirs(places);
+    for (const auto& d : places) r.searched += ", " + d.string();
+  }
+  return r;
+}
+
+// ---- Node.js detection ---------------------------------------------------------------------------------------------
+
+bool is_node_name(const fs::path& p) {
+  const auto n = p.filename().string();
+  return n == "node" || n == "nodejs";
+}
+
+bool is_shell_name(const fs::path& p) {
+  const auto n = p.filename().string();
+  return n == "sh" || n == "bash" || n == "dash" || n == "zsh" || n == "ksh" || n == "ash";
+}
+
+std::vector<std::string> split_words(std::string_view s) {
+  std::vector<std::string> words;
+  std::istringstream in{std::string(s)};
+  std::string w;
+  while (in >> w) words.push_back(w);
+  return words;
+}
+
+// One shell word starting at `pos` (quotes removed, no expansion); pos is moved past it.
+std::string shell_word(std::string_view s, std::size_t& pos) {
+  while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t')) ++pos;
+  std::string w;
+  while (pos < s.size() && !std::isspace(static_cast<unsigned char>(s[pos])) && s[pos] != ';' && s[pos] != '&' &&
+         s[pos] != '|') {
+    const char c = s[pos];
+    if (c == '"' || c == '\'') {
+      const auto end = s.find(c, pos + 1);
+      if (end == std::string_view::npos) {
+        w += s.substr(pos + 1);
+        pos = s.size();
+        return w;
+      }
+      w += s.substr(pos + 1, end - pos - 1);
+      pos = end + 1;
+    } else {
+      w += c;
+      ++pos;
+    }
+  }
+  return w;
+}
+
+std::string replace_basedir(std::string w, const std::string& basedir) {
+  for (const char* var : {"${basedir}", "$basedir"}) {
+    for (auto at = w.find(var); at != std::string::npos; at = w.find(var, at + basedir.size()))
+      w.replace(at, std::strlen(var), basedir);
+  }
+  return w;
+}
+
+struct node_launch {
+  bool uses_node = false;
+  std::string how{};      // e.g. "#!/usr/bin/env node", for messages
+  bool via_path = false;  // node is looked up in the agent's PATH (so it must be there)
+  fs::path node{};        // resolved; empty when not found
+  fs::path script{};      // the JavaScript file, when known (to find the package.json)
+};
+
+// Decides whether `exe` runs on Node.js and which node it would get. `exe` is the path as invoked (an npm shim's
+// $basedir is the directory of $0, not of a symlink's target).
+node_launch detect_node(const fs::path& exe, const env_map& env) {
+  node_launch r;
+  const auto head = read_head(exe, 16384);
+  if (head.size() < 2 || head[0] != '#' || head[1] != '!') return r;
+  const auto nl = head.find('\n');
+  const auto shebang = trim(std::string_view(head).substr(2, nl == std::string::npos ? std::string::npos : nl - 2));
+  auto words = split_words(shebang);
+  if (words.empty()) return r;
+  auto resolve_in_path = [&](const std::string& word) {
+    r.uses_node = true;
+    r.via_path = word.find('/') == std::string::npos;
+    auto l = find_program(word, env, false);
+    r.node = l.found;
+  };
+  const fs::path interpreter = words[0];
+  if (interpreter.filename() == "env") {
+    // env [-S] [-i] [-u NAME] [NAME=VALUE]... COMMAND [ARGS]; with -S the rest is split again (already split here).
+    for (std::size_t i = 1; i < words.size(); ++i) {
+      const auto& w = words[i];
+      if (w == "-u" || w == "--unset") {
+        ++i;
+        continue;
+      }
+      if (w.starts_with("-S")) {
+        if (w.size() > 2) {
+          auto rest = split_words(w.substr(2));
+          if (!rest.empty() && is_node_name(rest[0])) {
+            r.how = "#!" + shebang;
+            resolve_in_path(rest[0]);
+            r.script = exe;
+          }
+          return r;
+        }
+        continue;
+      }
+      if (w.starts_with("-") || w.find('=') != std::string::npos) continue;
+      if (is_node_name(w)) {
+        r.how = "#!" + shebang;
+        resolve_in_path(w);
+        r.script = exe;
+      }
+      return r;
+    }
+    return r;
+  }
+  if (is_node_name(interpreter)) {
+    r.uses_node = true;
+    r.how = "#!" + shebang;
+    r.node = check_executable(interpreter) == file_check::ok ? interpreter : fs::path{};
+    r.script = exe;
+    return r;
+  }
+  if (!is_shell_name(interpreter)) return r;
+  // A shell shim (npm's cmd-shim, pnpm): `exec "$basedir/node" "$basedir/…/cli.js" "$@"`, falling back to
+  // `exec node …`. The first `exec` of node that resolves is the one the shim would take.
+  const std::string basedir = exe.parent_path().string();
+  const std::string_view body(head);
+  for (std::size_t at = body.find("exec"); at != std::string_view::npos; at = body.find("exec", at + 4)) {
+    const bool word_start = at == 0 || std::string_view(" \t\n;&|(").find(body[at - 1]) != std::string_view::npos;
+    if (!word_start || at + 4 >= body.size() || (body[at + 4] != ' ' && body[at + 4] != '\t')) continue;
+    std::size_t pos = at + 4;
+    const std::string word = replace_basedir(shell_word(body, pos), basedir);
+    if (!is_node_name(word)) continue;
+    const std::string script = replace_basedir(shell_word(body, pos), basedir);
+    r.uses_node = true;
+    r.how = "a shell shim that runs `exec " + std::string(trim(body.substr(at + 5, pos - at - 5))) + " …`";
+    if (!script.empty() && script[0] != '$') r.script = script;
+    if (word.find('/') != std::string::npos) {
+      if (check_executable(word) == file_check::ok) {
+        r.node = word;
+        r.via_path = false;
+        return r;
+      }
+      continue;  // the shim's `[ -x "$basedir/node" ]` fails: it takes the next branch
+    }
+    resolve_in_path(word);
+    if (!r.node.empty()) return r;
+  }
+  return r;
+}
+
+struct package_info {
+  fs::path file{};
+  std::optional<version> pkg_version{};
+  std::optional<version> node_required{};
+};
+
+// The package.json of the npm package the script belongs to, when it is pi's.
+std::optional<package_info> pi_package(const fs::path& script) {
+  if (script.empty()) return std::nullopt;
+  std::error_code ec;
+  fs::path dir = fs::canonical(script, ec);
+  if (ec) return std::nullopt;
+  for (int up = 0; up < 5 && dir.has_parent_path() && dir != dir.root_path(); ++up) {
+    dir = dir.parent_path();
+    const auto file = dir / "package.json";
+    if (!fs::is_regular_file(file, ec)) continue;
+    std::ifstream in(file);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return std::nullopt;
+    const auto name = j.value("name", std::string{});
+    if (name.find("pi-coding-agent") == std::string::npos) return std::nullopt;  // someone else's package
+    package_info p{.file = file};
+    if (j.contains("version") && j["version"].is_string()) p.pkg_version = version::parse(j["version"].get<std::string>());
+    if (j.contains("engines") && j["engines"].is_object() && j["engines"].contains("node") &&
+        j["engines"]["node"].is_string())
+      p.node_required = version::parse(j["engines"]["node"].get<std::string>());
+    return p;
+  }
+  return std::nullopt;
+}
+
+// ---- output helpers ------------------------------------------------------------------------------------------------
+
+std::string first_line(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    auto line = trim(text.substr(pos, end - pos));
+    if (!line.empty()) return line.size() > max_version_text ? line.substr(0, max_version_text) : line;
+    pos = end + 1;
+  }
+  return {};
+}
+
+std::string last_line(std::string_view text) {
+  const auto t = trim(text);
+  const auto nl = t.rfind('\n');
+  auto line = nl == std::string::npos ? t : t.substr(nl + 1);
+  return line.size() > max_version_text ? line.substr(0, max_version_text) + "…" : line;
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  char buf[32];
+  if (d.count() % 1000 == 0) std::snprintf(buf, sizeof buf, "%lld s", static_cast<long long>(d.count() / 1000));
+  else std::snprintf(buf, sizeof buf, "%.3g s", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
+// ---- one version command -------------------------------------------------------------------------------------------
+
+struct command_outcome {
+  std::optional<spawn_error> start_error{};
+  std::string out{};  // the first max_output_bytes of stdout
+  std::string err{};  // stderr's tail
+  std::optional<process::exit_status> status{};
+  bool timed_out = false;
+  bool cancelled = false;
+  std::vector<int> survivors{};
+};
+
+// Runs one short command to its end or to the deadline; always stops (kills) its whole tree before reporting.
+class version_command : public std::enable_shared_from_this<version_command> {
+ public:
+  using done_fn = std::function<void(command_outcome)>;
+
+  version_command(asio::any_io_executor ex, std::chrono::steady_clock::time_point deadline, done_fn done)
+      : ex_(std::move(ex)), deadline_timer_(ex_), drain_timer_(ex_), deadline_(deadline), done_(std::move(done)) {}
+
+  void start(process::spawn_options options) {
+    auto c = process::child::spawn(ex_, std::move(options));
+    if (!c) {
+      outcome_.start_error = c.error();
+      ending_ = true;
+      return report();
+    }
+    child_.emplace(std::move(*c));
+    deadline_timer_.expires_at(deadline_);
+    deadline_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->ending_) return;
+      self->outcome_.timed_out = true;
+      self->end();
+    });
+    read();
+    child_->async_wait([self = shared_from_this()](error_code ec, process::exit_status st) {
+      if (!ec) self->on_exit(st);
+    });
+  }
+
+  // Cancellation: kill the tree now and report `cancelled`.
+  void abort() {
+    if (ending_) return;
+    outcome_.cancelled = true;
+    end();
+  }
+
+ private:
+  void read() {
+    child_->async_read_lines([self = shared_from_this()](error_code ec, process::line_batch lines) {
+      self->on_lines(ec, lines);
+    });
+  }
+
+  void on_lines(error_code ec, process::line_batch lines) {
+    if (ending_) return;
+    if (ec) {
+      eof_ = true;
+      return maybe_end();
+    }
+    for (const auto& l : lines) {
+      if (outcome_.out.size() >= max_output_bytes) break;
+      outcome_.out.append(l.text.substr(0, max_output_bytes - outcome_.out.size()));
+      outcome_.out += '\n';
+    }
+    read();  // keep draining so the command never blocks on a full pipe
+  }
+
+  void on_exit(process::exit_status st) {
+    outcome_.status = st;
+    if (eof_) return maybe_end();
+    // A descendant may hold stdout open: give it a moment, then kill the tree.
+    drain_timer_.expires_after(std::chrono::milliseconds(300));
+    drain_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->end();
+    });
+  }
+
+  void maybe_end() {
+    if (eof_ && outcome_.status) end();
+  }
+
+  void end() {
+    if (ending_) return;
+    ending_ = true;
+    deadline_timer_.cancel();
+    drain_timer_.cancel();
+    auto policy = process::stop_policy::kill_now();
+    policy.kill_wait = std::chrono::milliseconds(2000);
+    child_->async_stop(policy, [self = shared_from_this()](error_code, process::stop_report r) {
+      if (!self->outcome_.status && r.leader_status && !self->outcome_.timed_out && !self->outcome_.cancelled)
+        self->outcome_.status = r.leader_status;
+      self->outcome_.survivors = r.survivors;
+      self->outcome_.err = self->child_->stderr_tail();
+      self->report();
+    });
+  }
+
+  void report() {
+    // Posted: never complete inside the caller's frame or the child's handler; the child is destroyed there too, so a
+    // read still pending (a survivor holding stdout) is aborted and releases this object.
+    asio::post(ex_, [self = shared_from_this()] {
+      self->child_.reset();
+      auto done = std::move(self->done_);
+      done(std::move(self->outcome_));
+    });
+  }
+
+  asio::any_io_executor ex_;
+  asio::steady_timer deadline_timer_, drain_timer_;
+  std::chrono::steady_clock::time_point deadline_;
+  done_fn done_;
+  std::optional<process::child> child_;
+  command_outcome outcome_;
+  bool eof_ = false;
+  bool ending_ = false;
+};
+
+// ---- the pi probe --------------------------------------------------------------------------------------------------
+
+std::vector<feature> pi_features(const std::optional<version>& v) {
+  auto f = [&](const char* name, std::optional<version> since, const char* description) {
+    return feature{.name = name,
+                   .supported = v.has_value() && (!since || *v >= *since),
+                   .since = since,
+                   .description = description};
+  };
+  return {f("json_mode", std::nullopt, "--mode json -p: one-shot run with a JSON event stream"),
+          f("session_id", pi_first_session_id, "--session-id ID: resume or create a session by id"),
+          f("end_of_options", pi_first_double_dash, "-- before the prompt: a prompt starting with '-' stays a prompt"),
+          f("thinking_max", pi_first_thinking_max, "--thinking max"),
+          f("delta_json", pi_first_delta_json, "delta-only message_update records (no quadratic snapshots)")};
+}
+
+class pi_probe : public std::enable_shared_from_this<pi_probe> {
+ public:
+  pi_probe(asio::any_io_executor ex, pi_probe_options o, handler_type h)
+      : ex_(std::move(ex)),
+        options_(std::move(o)),
+        handler_(std::move(h)),
+        started_(std::chrono::steady_clock::now()),
+        deadline_(started_ + options_.timeout) {
+    result_.agent = "pi";
+    result_.features = pi_features(std::nullopt);
+  }
+
+  void connect_cancellation() {
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (!slot.is_connected()) return;
+    slot.assign([w = weak_from_this()](asio::cancellation_type) {
+      if (auto self = w.lock()) asio::post(self->ex_, [self] { self->cancel(); });
+    });
+  }
+
+  void start() {
+    if (completed_) return;
+    if (cancelled_) return complete();
+    env_ = effective_environment(options_.env);
+    const auto found = find_program(options_.executable, env_, true);
+    if (found.found.empty()) return not_found(found);
+    result_.executable = found.found;
+    if (!found.on_path) {
+      result_.hints.push_back("found " + found.found.string() + " outside PATH: it is run by that path (with_probe() "
+                              "sets pi_options::executable); add " + found.found.parent_path().string() +
+                              " to PATH to run it by name");
+    }
+    launch_ = detect_node(found.found, env_);
+    package_ = pi_package(launch_.script.empty() ? found.found : launch_.script);
+    if (launch_.uses_node) {
+      result_.runtime = runtime_info{.name = "node", .executable = launch_.node};
+      if (!launch_.node.empty()) {
+        return run(launch_.node, [self = shared_from_this()](command_outcome o) {
+          self->on_node_version(std::move(o));
+          self->run_pi_version();
+        });
+      }
+    }
+    run_pi_version();
+  }
+
+ private:
+  void cancel() {
+    if (completed_ || cancelled_) return;
+    cancelled_ = true;
+    if (current_) current_->abort();  // completes through the command's outcome
+  }
+
+  void not_found(const lookup& l) {
+    if (!l.not_executable.empty()) {
+      result_.executable = l.not_executable;
+      result_.problems.push_back(l.not_executable.string() + " is not an executable file");
+      result_.hints.push_back("make it executable (`chmod +x " + l.not_executable.string() + "`) or reinstall pi");
+    } else if (options_.executable.native().find('/') != std::string::npos) {
+      result_.problems.push_back("pi not found at " + l.searched);
+      result_.hints.push_back(pi_install_hint);
+    } else {
+      result_.problems.push_back("`" + options_.executable.string() +
+                                 "` not found on PATH nor in the usual install places (searched " + l.searched + ")");
+      result_.hints.push_back(pi_install_hint);
+    }
+    complete();
+  }
+
+  void run(const fs::path& exe, version_command::done_fn next) {
+    if (cancelled_) return complete();
+    auto cmd = std::make_shared<version_command>(ex_, deadline_, [self = shared_from_this(), next = std::move(next)](
+                                                                      command_outcome o) {
+      self->current_.reset();
+      if (o.cancelled || self->cancelled_) return self->complete();
+      next(std::move(o));
+    });
+    current_ = cmd;
+    cmd->start(process::spawn_options{.executable = exe,
+                                      .args = {"--version"},
+                                      .env = options_.env,
+                                      .stdin_mode = process::stdin_kind::null,
+                                      .max_line_bytes = std::size_t{64} << 10,
+                                      .oversize_head_bytes = 256,
+                                      .read_chunk_bytes = std::size_t{16} << 10,
+                                      .stderr_tail_bytes = std::size_t{4} << 10,
+                                      .containment = options_.containment,
+                                      .reaper_path = options_.reaper_path,
+                                      .log = options_.log});
+  }
+
+  void run_pi_version() {
+    run(result_.executable, [self = shared_from_this()](command_outcome o) { self->on_pi_version(std::move(o)); });
+  }
+
+  // Describes a failed command; empty when it succeeded.
+  std::string failure(const command_outcome& o, const std::string& what) const {
+    if (o.start_error) return "could not start `" + what + "`: " + o.start_error->message;
+    if (o.timed_out) return "`" + what + "` timed out after " + seconds_text(options_.timeout) + " (killed)";
+    if (!o.status) return "`" + what + "` ended without an exit status";
+    if (o.status->success()) return {};
+    auto s = "`" + what + "` " + o.status->to_string();
+    if (auto line = last_line(o.err); !line.empty()) s += ": " + line;
+    return s;
+  }
+
+  void on_node_version(command_outcome o) {
+    auto& rt = *result_.runtime;
+    const auto what = launch_.node.string() + " --version";
+    if (auto f = failure(o, what); !f.empty()) {
+      rt.version_text = f;
+      node_failure_ = f;
+      return;
+    }
+    rt.version_text = first_line(o.out);
+    rt.version = version::parse(rt.version_text);
+    if (!rt.version) node_failure_ = "`" + what + "` printed no version number: '" + rt.version_text + "'";
+  }
+
+  void on_pi_version(command_outcome o) {
+    const std::string what = result_.executable.filename().string() + " --version";
+    const auto f = failure(o, what);
+    result_.version_text = first_line(o.out);
+    if (result_.version_text.empty()) result_.version_text = first_line(o.err);
+    if (o.timed_out) {
+      result_.problems.push_back(f);
+      result_.hints.push_back("run `" + result_.executable.string() +
+                              " --version` in a terminal to see why it does not answer");
+    } else if (!f.empty()) {
+      result_.problems.push_back(f);
+    } else {
+      result_.version = version::parse(o.out);
+      if (!result_.version) result_.version = version::parse(o.err);
+      if (!result_.version) {
+        result_.problems.push_back("`" + what + "` printed no version number: '" + result_.version_text + "'");
+        result_.hints.push_back("is " + result_.executable.string() + " really pi? " + pi_install_hint);
+      }
+    }
+    if (!o.survivors.empty())
+      result_.problems.push_back("processes of `" + what + "` survived the kill (" +
+                                 std::to_string(o.survivors.size()) + ")");
+    if (!result_.version && package_ && package_->pkg_version) {
+      result_.version = package_->pkg_version;
+      result_.hints.push_back(package_->file.string() + " says pi " + package_->pkg_version->to_string());
+    }
+    check_node();
+    check_version_range();
+    check_credentials();
+    complete();
+  }
+
+  void check_node() {
+    if (!launch_.uses_node) return;
+    auto& rt = *result_.runtime;
+    if (result_.version) rt.required = result_.version->major >= 1 ? node_for_pi_1x : node_for_pi_0x;
+    if (package_ && package_->node_required) rt.required = package_->node_required;
+    if (launch_.node.empty()) {
+      std::string where = launch_.via_path ? "on PATH" : "";
+      result_.problems.push_back("pi runs on Node.js (" + launch_.how + ") but `node` was not found " +
+                                 (where.empty() ? std::string("where the script expects it") : where));
+      // Is there one the agent's PATH misses?
+      auto elsewhere = find_program("node", env_map{{"PATH", result_.executable.parent_path().string()}}, false);
+      if (elsewhere.found.empty()) {
+        env_map home_only = env_;
+        home_only["PATH"] = "";
+        auto places = install_places(home_only);
+        for (const auto& d : places)
+          if (check_executable(d / "node") == file_check::ok) {
+            elsewhere.found = d / "node";
+            break;
+          }
+      }
+      if (!elsewhere.found.empty())
+        result_.hints.push_back("a node exists at " + elsewhere.found.string() + ": add " +
+                                elsewhere.found.parent_path().string() + " to the agent's PATH");
+      else
+        result_.hints.push_back("install Node.js " + (rt.required ? ">= " + rt.required->to_string() + " " : "") +
+                                "and put it on PATH");
+      return;
+    }
+    if (!node_failure_.empty()) {
+      result_.problems.push_back(node_failure_);
+      return;
+    }
+    if (rt.required && rt.version && *rt.version < *rt.required) {
+      result_.problems.push_back("pi " + (result_.version ? result_.version->to_string() + " " : std::string()) +
+                                 "needs Node.js >= " + rt.required->to_string() + ", but " + rt.executable.string() +
+                                 " is " + rt.version_text);
+      if (rt.required->major >= 22)
+        result_.hints.push_back("install Node.js " + rt.required->to_string() +
+                                " or newer and put it first on PATH, or use @mariozechner/pi-coding-agent@0.73.1, "
+                                "which runs on Node.js >= 20.6");
+      else
+        result_.hints.push_back("install Node.js " + rt.required->to_string() + " or newer and put it first on PATH");
+    } else if (!rt.required && !result_.version && rt.version && *rt.version < node_for_pi_1x) {
+      result_.hints.push_back("pi >= 1.0 needs Node.js >= " + node_for_pi_1x.to_string() + "; " +
+                              rt.executable.string() + " is " + rt.version_text);
+    }
+  }
+
+  void check_version_range() {
+    if (!result_.version) return;
+    if (*result_.version < pi_oldest_tested)
+      result_.hints.push_back("pi " + result_.version->to_string() + " is older than " + pi_oldest_tested.to_string() +
+                              ", the oldest version agenthost was tested with; upgrade pi");
+    else if (result_.version->major > pi_newest_known.major)
+      result_.hints.push_back("pi " + result_.version->to_string() + " is newer than any version agenthost knows (" +
+                              pi_newest_known.to_string() + "); flags are chosen as for " +
+                              pi_newest_known.to_string());
+  }
+
+  // Only files and variables, never a model call: a key pi's key lookup reads, or pi's own auth.json / models.json.
+  void check_credentials() {
+    for (const char* var : pi_credential_variables)
+      if (!get(env_, var).empty()) return;
+    fs::path dir = get(env_, "PI_CODING_AGENT_DIR");
+    if (dir.empty()) {
+      const auto home = get(env_, "HOME");
+      if (home.empty()) return;  // cannot tell
+      dir = fs::path(home) / ".pi" / "agent";
+    } else {
+      dir = expand(dir.string(), env_);
+    }
+    for (const char* name : {"auth.json", "models.json"}) {
+      std::ifstream in(dir / name);
+      if (!in) continue;
+      auto j = nlohmann::json::parse(in, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || j.empty()) continue;
+      if (std::string_view(name) == "models.json" &&
+          (!j.contains("providers") || !j["providers"].is_object() || j["providers"].empty()))
+        continue;
+      return;
+    }
+    result_.hints.push_back(
+        "no credentials found: no provider API key in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, "
+        "GEMINI_API_KEY, …) and no auth.json or models.json with a provider in " + dir.string() +
+        "; set a key, run `pi` and `/login`, or add a provider to " + (dir / "models.json").string());
+  }
+
+  void complete() {
+    if (completed_) return;
+    completed_ = true;
+    if (cancelled_) result_.problems.push_back("probe cancelled");
+    result_.features = pi_features(result_.version);
+    result_.available = result_.problems.empty();
+    result_.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
+    auto h = std::move(handler_);
+    asio::get_associated_cancellation_slot(h).clear();
+    const error_code ec = cancelled_ ? error_code(asio::error::operation_aborted) : error_code{};
+    auto hex = asio::get_associated_executor(h, ex_);
+    asio::post(ex_, [h = std::move(h), hex, ec, r = std::move(result_)]() mutable {
+      asio::dispatch(hex, [h = std::move(h), ec, r = std::move(r)]() mutable { std::move(h)(ec, std::move(r)); });
+    });
+  }
+
+  asio::any_io_executor ex_;
+  pi_probe_options options_;
+  handler_type handler_;
+  std::chrono::steady_clock::time_point started_, deadline_;
+  env_map env_;
+  node_launch launch_;
+  std::optional<package_info> package_;
+  std::string node_failure_;
+  std::shared_ptr<version_command> current_;
+  probe_result result_;
+  bool cancelled_ = false;
+  bool completed_ = false;
+};
+
+nlohmann::json version_json(const std::optional<version>& v) {
+  return v ? nlohmann::json(v->to_string()) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const probe_result& r) {
+  nlohmann::json features = nlohmann::json::array();
+  for (const auto& f : r.features)
+    features.push_back({{"name", f.name},
+                        {"supported", f.supported},
+                        {"since", version_json(f.since)},
+                        {"description", f.description}});
+  nlohmann::json runtime = nullptr;
+  if (r.runtime) {
+    runtime = {{"name", r.runtime->name},
+               {"executable", r.runtime->executable.string()},
+               {"version", version_json(r.runtime->version)},
+               {"version_text", r.runtime->version_text},
+               {"required", version_json(r.runtime->required)}};
+  }
+  return {{"agent", r.agent},
+          {"available", r.available},
+          {"executable", r.executable.string()},
+          {"version", version_json(r.version)},
+          {"version_text", r.version_text},
+          {"features", std::move(features)},
+          {"problems", r.problems},
+          {"hints", r.hints},
+          {"runtime", std::move(runtime)},
+          {"elapsed_ms", r.elapsed.count()}};
+}
+
+void to_json(nlohmann::json& j, const probe_result& r) { j = to_json(r); }
+
+bool supports(const probe_result& r, std::string_view name) {
+  for (const auto& f : r.features)
+    if (f.name == name) return f.supported;
+  return false;
+}
+
+pi_probe_options probe_options_for(const pi_options& o) {
+  return {.executable = o.executable,
+          .env = o.env,
+          .containment = o.containment,
+          .reaper_path = o.reaper_path,
+          .log = o.log};
+}
+
+pi_options with_probe(pi_options options, const probe_result& result) {
+  if (result.version) options.pi_version = result.version;
+  if (!result.executable.empty()) options.executable = result.executable;
+  return options;
+}
+
+namespace detail {
+void async_probe_pi_impl(asio::any_io_executor ex, pi_probe_options options, handler_type handler) {
+  auto probe = std::make_shared<pi_probe>(ex, std::move(options), std::move(handler));
+  probe->connect_cancellation();
+  asio::post(ex, [probe] { probe->start(); });  // never inline in the caller's frame
+}
+}  // namespace detail
+
+probe_result probe_pi(const pi_probe_options& options) {
+  asio::io_context io;
+  probe_result result;
+  async_probe_pi(io.get_executor(), options, [&](error_code, probe_result r) { result = std::move(r); });
+  io.run();
+  return result;
+}
+
+}  // namespace agenthost::providers

@@ -1,0 +1,124 @@
+// `agenthost doctor` as a user (or an IDE) runs it: JSON when stdout is not a terminal, exit codes.
+#include "probe_test_util.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#ifdef AGENTHOST_CLI
+
+using namespace agenthost;
+using namespace agenthost::test;
+
+namespace {
+
+struct cli_result {
+  int exit_code = -1;
+  std::string out;
+};
+
+class Doctor : public probe_fixture {
+ protected:
+  // Runs the CLI with only PATH, HOME and the token in its environment; stdout is a pipe (so it prints JSON).
+  cli_result doctor(std::vector<std::string> args, const std::string& path_var) {
+    args.insert(args.begin(), {AGENTHOST_CLI, "doctor"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_store = {"PATH=" + path_var, "HOME=" + home.string(), needle(),
+                                          std::string("AGENTHOST_REAPER=") + AGENTHOST_REAPER};
+    std::vector<char*> envp;
+    for (auto& e : env_store) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int out[2];
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    EXPECT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(out[1]);
+    cli_result r;
+    char buf[65536];
+    for (;;) {
+      pollfd p{out[0], POLLIN, 0};
+      if (::poll(&p, 1, 30000) <= 0) break;
+      const ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      r.out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    EXPECT_TRUE(processes_with_env(needle()).empty()) << "doctor left processes behind";
+    return r;
+  }
+
+  std::string fakes_path() const { return bin.string() + ":/usr/bin:/bin"; }
+};
+
+TEST_F(Doctor, UsableAgentExitsZeroWithAJsonArray) {
+  fake_pi("pi 1.6.0");
+  const auto r = doctor({}, fakes_path());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(j.size(), 1u);  // every known agent: only pi for now
+  EXPECT_EQ(j[0]["agent"], "pi");
+  EXPECT_EQ(j[0]["available"], true);
+  EXPECT_EQ(j[0]["version"], "1.6.0");
+  EXPECT_EQ(j[0]["executable"], (bin / "pi").string());
+}
+
+TEST_F(Doctor, UnusableAgentExitsOne) {
+  fake_pi("not a version");
+  const auto r = doctor({"--agent", "pi"}, fakes_path());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["available"], false);
+  EXPECT_FALSE(j[0]["problems"].empty());
+}
+
+TEST_F(Doctor, MissingAgentExitsOne) {
+  const auto r = doctor({"--json"}, bin.string());  // nothing on PATH, nothing in HOME
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  EXPECT_EQ(j[0]["available"], false);
+  EXPECT_EQ(j[0]["executable"], "");
+}
+
+TEST_F(Doctor, HangingAgentIsBoundedByTimeout) {
+  write(bin / "pi", "#!/bin/sh\nsleep 60 &\nsleep 60\n");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = doctor({"--timeout", "300ms"}, fakes_path());  // also checks no process is left
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("timed out after 0.3 s"), std::string::npos) << r.out;
+}
+
+TEST_F(Doctor, ExecutableOptionProbesThatFile) {
+  const auto exe = fake_pi("0.73.1", 0, dir / "elsewhere" / "pi");
+  const auto r = doctor({"--agent", "pi", "--executable", exe.string()}, fakes_path());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  EXPECT_EQ(j[0]["executable"], exe.string());
+  EXPECT_EQ(j[0]["version"], "0.73.1");
+}
+
+TEST_F(Doctor, UsageErrorsExitTwo) {
+  EXPECT_EQ(doctor({"--agent", "nope"}, fakes_path()).exit_code, 2);
+  EXPECT_EQ(doctor({"extra"}, fakes_path()).exit_code, 2);
+  EXPECT_EQ(doctor({"--executable", "/x/pi"}, fakes_path()).exit_code, 2);  // needs exactly one --agent
+  EXPECT_EQ(doctor({"--timeout", "soon"}, fakes_path()).exit_code, 2);
+}
+
+}  // namespace
+
+#endif
