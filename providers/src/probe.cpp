@@ -629,8 +629,11 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
       result_.runtime = runtime_info{.name = "node", .executable = launch_.node};
       if (!launch_.node.empty()) {
         return run(launch_.node, [self = shared_from_this()](command_outcome o) {
+          const bool timed_out = o.timed_out;
           self->on_node_version(std::move(o));
-          self->run_pi_version();
+          if (!timed_out) return self->run_pi_version();
+          // No time left for pi itself: report what we know.
+          self->evaluate();
         });
       }
     }
@@ -732,6 +735,11 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
     if (!o.survivors.empty())
       result_.problems.push_back("processes of `" + what + "` survived the kill (" +
                                  std::to_string(o.survivors.size()) + ")");
+    evaluate();
+  }
+
+  // Conclusions from everything gathered; then completes.
+  void evaluate() {
     if (!result_.version && package_ && package_->pkg_version) {
       result_.version = package_->pkg_version;
       result_.hints.push_back(package_->file.string() + " says pi " + package_->pkg_version->to_string());
@@ -754,10 +762,7 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
       // Is there one the agent's PATH misses?
       auto elsewhere = find_program("node", env_map{{"PATH", result_.executable.parent_path().string()}}, false);
       if (elsewhere.found.empty()) {
-        env_map home_only = env_;
-        home_only["PATH"] = "";
-        auto places = install_places(home_only);
-        for (const auto& d : places)
+        for (const auto& d : install_places(env_))
           if (check_executable(d / "node") == file_check::ok) {
             elsewhere.found = d / "node";
             break;

@@ -257,6 +257,19 @@ TEST_F(Probe, NodeMissingFromPathIsAProblemAndAnotherNodeIsPointedOut) {
       << joined(r.hints);
 }
 
+TEST_F(Probe, HangingNodeUsesUpTheTimeoutAndPiIsNotRun) {
+  write(bin / "node", "#!/bin/sh\nsleep 60\n");
+  write(bin / "pi", "#!/usr/bin/env node\n");
+  auto o = options("pi");
+  o.timeout = 400ms;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = probe(o);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_FALSE(r.available);
+  EXPECT_TRUE(contains(r.problems, "node --version` timed out after 0.4 s")) << joined(r.problems);
+  EXPECT_FALSE(contains(r.problems, "pi --version")) << joined(r.problems);
+}
+
 TEST_F(Probe, PackageJsonGivesTheVersionWhenNodeIsTooOldToRunPi) {
   // An npm install: bin/pi -> ../lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js; node v20 cannot even
   // run `pi --version`.

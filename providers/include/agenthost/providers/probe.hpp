@@ -140,7 +140,8 @@ void async_probe_pi_impl(boost::asio::any_io_executor ex, pi_probe_options optio
 ///   tree is killed; that cannot be cancelled and takes milliseconds), then complete with operation_aborted.
 /// Lifetimes: `options` is moved in; nothing needs to outlive the call. The handler runs on its associated executor
 ///   (default: `ex`), never inside this call.
-/// Thread safety: each probe is independent; several may run at once on the same or different executors.
+/// Thread safety: each probe is independent; several may run at once on the same or different executors. One probe's
+///   handlers are serialized only if `ex` is: when the io_context runs on several threads, pass a strand.
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_probe_pi(boost::asio::any_io_executor ex, pi_probe_options options, CompletionToken&& token = {}) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, probe_result)>(
