@@ -8,11 +8,10 @@
 namespace agenthost::providers {
 
 namespace {
-// Flags first seen in pi 1.6.0 (the earliest 1.x version whose sources we checked); 0.73.1 exits 1 on them with
-// "Unknown options". Until a probe says otherwise, assume the older behaviour.
-constexpr version first_with_session_id_flag{1, 6, 0};
-constexpr version first_with_double_dash{1, 6, 0};
-constexpr version first_with_max_thinking{1, 6, 0};
+// Until a probe says otherwise (pi_options::pi_version), assume the oldest supported behaviour.
+constexpr const version& first_with_session_id_flag = pi_versions::session_id_flag;
+constexpr const version& first_with_double_dash = pi_versions::double_dash;
+constexpr const version& first_with_max_thinking = pi_versions::thinking_max;
 
 bool at_least(const std::optional<version>& v, const version& min) { return v && *v >= min; }
 }  // namespace

@@ -38,12 +38,11 @@ namespace {
 using env_map = std::map<std::string, std::string>;
 using handler_type = asio::any_completion_handler<void(error_code, probe_result)>;
 
-// Gates in sync with pi.cpp (build_pi_arguments); the with_probe tests check that each feature reported as supported
-// is exactly what makes build_pi_arguments use it.
-constexpr version pi_first_session_id{1, 6, 0};
-constexpr version pi_first_double_dash{1, 6, 0};
-constexpr version pi_first_thinking_max{1, 6, 0};
-constexpr version pi_first_delta_json{0, 84, 0};
+// The same gates build_pi_arguments uses (pi.hpp).
+constexpr const version& pi_first_session_id = pi_versions::session_id_flag;
+constexpr const version& pi_first_double_dash = pi_versions::double_dash;
+constexpr const version& pi_first_thinking_max = pi_versions::thinking_max;
+constexpr const version& pi_first_delta_json = pi_versions::delta_json;
 constexpr version pi_oldest_tested{0, 73, 1};
 constexpr version pi_newest_known{1, 6, 0};
 constexpr version node_for_pi_1x{22, 19, 0};

@@ -27,6 +27,15 @@ struct version {
   [[nodiscard]] std::string to_string() const;
 };
 
+/// The first pi versions with the flags the provider uses when it may (first seen in pi 1.6.0, the earliest 1.x whose
+/// sources were checked; pi 0.73.1 exits 1 on them with "Unknown options"). Shared by build_pi_arguments and probes.
+namespace pi_versions {
+inline constexpr version session_id_flag{1, 6, 0};   ///< --session-id ID
+inline constexpr version double_dash{1, 6, 0};       ///< -- before the prompt
+inline constexpr version thinking_max{1, 6, 0};      ///< --thinking max
+inline constexpr version delta_json{0, 84, 0};       ///< delta-only message_update records
+}  // namespace pi_versions
+
 struct pi_options {
   /// The pi executable: a path or a name looked up in PATH. Default: "pi".
   std::filesystem::path executable = "pi";
