@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -41,11 +42,19 @@ class MockServer(ThreadingHTTPServer):
         self.log_path = log_path
         self.lock = threading.Lock()
         self.requests = 0
+        self.attempts: dict[tuple[str, int], int] = {}
 
     def next_request_no(self) -> int:
         with self.lock:
             self.requests += 1
             return self.requests
+
+    def next_attempt(self, scenario_name: str, turn: int) -> int:
+        """How often this turn of this scenario was asked before (0 the first time)."""
+        with self.lock:
+            n = self.attempts.get((scenario_name, turn), 0)
+            self.attempts[(scenario_name, turn)] = n + 1
+            return n
 
     def log(self, record: dict) -> None:
         if not self.log_path:
@@ -96,8 +105,9 @@ class Handler(BaseHTTPRequestHandler):
             record["turn"] = None
         else:
             index = wire.turn_index(body)
-            record["turn"] = index
-            turn = sc.turn(index)
+            attempt = self.server.next_attempt(name, index)
+            record.update(turn=index, attempt=attempt)
+            turn = sc.turn(index, attempt)
         if isinstance(turn, scenario.HttpError):
             status, headers, payload = wire.error(turn)
             self.send_response(status)
@@ -121,6 +131,11 @@ class Handler(BaseHTTPRequestHandler):
         delay = reply.chunk_delay_ms / 1000.0
         try:
             for i, data in enumerate(wire.stream(reply, model, no)):
+                if reply.cut_after is not None and i >= reply.cut_after:
+                    self.close_connection = True
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return "cut"
                 if i > 0 and delay > 0:
                     time.sleep(delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -50,6 +50,8 @@ class Reply:
     finish: str | None = None
     prompt_tokens: int = 100
     completion_tokens: int | None = None  # None = one per streamed chunk
+    # Close the connection after this many streamed events, without a finish (a stream cut by the network).
+    cut_after: int | None = None
 
     def finish_reason(self) -> str:
         if self.finish:
@@ -73,6 +75,13 @@ class HttpError:
     type: str = "error"
 
 
+@dataclass(frozen=True)
+class Attempts:
+    """A turn that answers differently each time it is asked (an agent retrying it): the n-th request gets
+    attempts[n], the last one from then on."""
+    attempts: list[Union[Reply, HttpError]]
+
+
 Turn = Union[Reply, HttpError]
 
 
@@ -80,11 +89,14 @@ Turn = Union[Reply, HttpError]
 class Scenario:
     name: str
     description: str
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[Union[Turn, Attempts]] = field(default_factory=list)
 
-    def turn(self, index: int) -> Turn:
+    def turn(self, index: int, attempt: int = 0) -> Turn:
         if 0 <= index < len(self.turns):
-            return self.turns[index]
+            t = self.turns[index]
+            if isinstance(t, Attempts):
+                return t.attempts[min(attempt, len(t.attempts) - 1)]
+            return t
         return HttpError(400, f"mockmodel: scenario '{self.name}' has no turn {index} ({len(self.turns)} turns)",
                          "invalid_request_error")
 
@@ -110,7 +122,12 @@ def _block(raw: dict) -> Block:
     raise ValueError(f"unknown block: {raw!r}")
 
 
-def _turn(raw: dict) -> Turn:
+def _turn(raw: dict) -> Union[Turn, Attempts]:
+    if "attempts" in raw:
+        attempts = [_turn(a) for a in raw["attempts"]]
+        if not attempts or any(isinstance(a, Attempts) for a in attempts):
+            raise ValueError("attempts must be a non-empty list of plain turns")
+        return Attempts(attempts)
     if "http_error" in raw:
         e = raw["http_error"]
         return HttpError(int(e["status"]), str(e["message"]), str(e.get("type", "error")))
@@ -119,7 +136,8 @@ def _turn(raw: dict) -> Turn:
                  chunk_delay_ms=int(raw.get("chunk_delay_ms", 0)),
                  finish=raw.get("finish"),
                  prompt_tokens=int(usage.get("prompt_tokens", 100)),
-                 completion_tokens=usage.get("completion_tokens"))
+                 completion_tokens=usage.get("completion_tokens"),
+                 cut_after=raw.get("cut_after"))
 
 
 def load(path: str | Path) -> dict[str, Scenario]:

@@ -106,6 +106,28 @@ class MockModelTest(unittest.TestCase):
             self.assertEqual(status, code)
             self.assertIn("mock", json.loads(raw)["error"]["message"])
 
+    def test_attempts_answer_each_retry_differently(self):
+        self.assertEqual(self.chat("flaky")[0], 503)
+        status, raw = self.chat("flaky")
+        self.assertEqual(status, 200)
+        self.assertEqual(self.chat("flaky")[0], 200, "the last attempt stays")
+
+    def test_cut_after_closes_the_stream_without_a_finish(self):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/s/cut-retry/v1/chat/completions",
+                                     data=json.dumps({"model": "m", "stream": True,
+                                                      "messages": [{"role": "user", "content": "x"}]}).encode(),
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            raw = b""
+            try:
+                while chunk := r.read1(65536):
+                    raw += chunk
+            except Exception:  # noqa: BLE001 — an incomplete chunked body is the point
+                pass
+        self.assertNotIn(b"[DONE]", raw)
+        self.assertNotIn(b"finish_reason\":\"stop", raw)
+        self.assertEqual(raw.count(b"data: "), 4)
+
     def test_unknown_scenario_names_the_known_ones(self):
         status, raw = self.chat("no-such-scenario")
         self.assertEqual(status, 404)

@@ -63,7 +63,7 @@ std::string unavailable_reason() {
   if (::access(pi.c_str(), X_OK) != 0) {
     std::string why = "pi is not installed at " + pi + " — run scripts/install-agents.sh";
     const std::string status = read_file(source_dir + "/.npm-agents/install-status.txt");
-    if (!status.empty()) why += " (its last result: " + status.substr(0, status.find('\n')) + ")";
+    if (!status.empty() && std::getenv("AGENTHOST_REAL_PI") == nullptr) why += " (its last result: " + status.substr(0, status.find('\n')) + ")";
     return why;
   }
   if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
@@ -92,7 +92,8 @@ struct script {
 
 script scripted(const std::string& name) {
   script s;
-  for (const auto& turn : scenarios().at(name).at("turns")) {
+  for (const auto& raw_turn : scenarios().at(name).at("turns")) {
+    const json& turn = raw_turn.contains("attempts") ? raw_turn["attempts"].back() : raw_turn;  // what the agent's last retry gets
     ++s.turns;
     s.last_text.clear();
     for (const auto& block : turn.value("blocks", json::array())) {
@@ -295,7 +296,9 @@ class RealPi : public ::testing::Test {
   // Runs pi to its end. `cancel_when` is asked after every message and may also poll (e.g. for a tool's process):
   // once it says yes, the run is cancelled through its cancellation slot.
   result run(const std::string& scenario, const providers::pi_options& o,
-             const std::function<bool(const std::vector<message>&)>& cancel_when = {}) {
+             const std::function<bool(const std::vector<message>&)>& cancel_when = {},
+             std::unique_ptr<mapper::event_mapper> pi_mapper = nullptr) {
+    if (!pi_mapper) pi_mapper = providers::make_pi_mapper(o);
     result r;
     auto lines = std::make_shared<std::vector<std::string>>();
     bool done = false, cancelled = false;
@@ -303,7 +306,7 @@ class RealPi : public ::testing::Test {
     const auto t0 = std::chrono::steady_clock::now();
     providers::async_run_agent(
         io.get_executor(), providers::pi_spawn_options(o, "Do what the scenario says."),
-        std::make_unique<recording_mapper>(providers::make_pi_mapper(o), lines), o.run,
+        std::make_unique<recording_mapper>(std::move(pi_mapper), lines), o.run,
         [&](const message& m) { r.messages.push_back(m); },
         asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
           r.ec = ec;
@@ -486,6 +489,53 @@ TEST_F(RealPi, Http400IsNotRetried) {
   auto r = run("http400", options("http400"));
   expect_http_failure(r.messages, r.terminal, 400, false, "mock bad request");
   EXPECT_EQ(mock_requests_of("http400"), (std::vector<std::string>{"http_error@turn0"}));
+}
+
+TEST_F(RealPi, ServerErrorThenSuccessOnPisRetry) {
+  const auto s = scripted("flaky");
+  auto r = run("flaky", options("flaky"));
+  expect_completed_with_script(r.messages, r.terminal, s);
+  const auto statuses = of_type(r.messages, message_type::status);
+  ASSERT_EQ(statuses.size(), 2u) << dump(r.messages);
+  EXPECT_EQ(statuses[0]->content.at("error"), "503 mock overloaded");
+  EXPECT_EQ(statuses[1]->content.at("retry_end"), true);
+  EXPECT_EQ(statuses[1]->content.at("success"), true);
+  EXPECT_EQ(mock_requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
+}
+
+// FINDING (mapper, pi 0.73.1): when the model stream is cut after "Hello wor", pi ends that message with
+// stopReason "error" / errorMessage "terminated", retries by itself and streams "Hello world." again. The mapper
+// emits both attempts' deltas, so the assistant deltas concatenate to "Hello worHello world." while
+// terminal.completed.text is "Hello world." — without text_diverged or any warning (contract §1.2 rule 4 broken).
+// It also releases the failed attempt's thinking ("Thinking once.") as an assistant.thought. Enable once fixed.
+TEST_F(RealPi, DISABLED_StreamCutAndRetriedByPiIsNotDuplicated) {
+  const auto s = scripted("cut-retry");
+  auto r = run("cut-retry", options("cut-retry"));
+  ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << dump(r.messages);
+  EXPECT_EQ(r.terminal.content.at("text"), "Hello world.");
+  EXPECT_TRUE(assistant_text(r.messages) == "Hello world." || r.terminal.content.value("text_diverged", false))
+      << "the streamed text is not the answer and nothing says so\n" << dump(r.messages);
+  EXPECT_EQ(mock_requests_of("cut-retry"), (std::vector<std::string>{"cut@turn0", "complete@turn0"}));
+}
+
+// pi never replays a previous turn's text: each assistant message starts empty and its deltas are what the model sent.
+// With the replay rule off, a model that repeats its tool-turn text keeps every character.
+TEST_F(RealPi, RepeatedToolTurnTextIsKeptWithoutReplayDedupe) {
+  const auto s = scripted("repeat-after-tool");
+  auto o = options("repeat-after-tool");
+  auto r = run("repeat-after-tool", o, {},
+               std::make_unique<mapper::pi_mapper>(mapper::pi_mapper_options{.dedupe_replayed_text = false}));
+  expect_completed_with_script(r.messages, r.terminal, s);
+}
+
+// FINDING (mapper default, pi 0.73.1): with dedupe_replayed_text = true (the provider's default) the same real output
+// loses the model's genuine "Let me check." at the start of the second answer: the deltas concatenate to
+// "Let me check. It is fine." instead of "Let me check.Let me check. It is fine.". Enable once the default for pi
+// is decided (contract §2.1 documents this as a limit).
+TEST_F(RealPi, DISABLED_RepeatedToolTurnTextIsKeptByDefault) {
+  const auto s = scripted("repeat-after-tool");
+  auto r = run("repeat-after-tool-default", options("repeat-after-tool"));
+  expect_completed_with_script(r.messages, r.terminal, s);
 }
 
 TEST_F(RealPi, CancellationMidStream) {
