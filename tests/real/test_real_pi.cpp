@@ -63,7 +63,8 @@ std::string unavailable_reason() {
   if (::access(pi.c_str(), X_OK) != 0) {
     std::string why = "pi is not installed at " + pi + " — run scripts/install-agents.sh";
     const std::string status = read_file(source_dir + "/.npm-agents/install-status.txt");
-    if (!status.empty() && std::getenv("AGENTHOST_REAL_PI") == nullptr) why += " (its last result: " + status.substr(0, status.find('\n')) + ")";
+    if (!status.empty() && std::getenv("AGENTHOST_REAL_PI") == nullptr)
+      why += " (its last result: " + status.substr(0, status.find('\n')) + ")";
     return why;
   }
   if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
@@ -93,7 +94,8 @@ struct script {
 script scripted(const std::string& name) {
   script s;
   for (const auto& raw_turn : scenarios().at(name).at("turns")) {
-    const json& turn = raw_turn.contains("attempts") ? raw_turn["attempts"].back() : raw_turn;  // what the agent's last retry gets
+    // A turn with attempts: the texts of the last one (what the agent's retry gets).
+    const json& turn = raw_turn.contains("attempts") ? raw_turn["attempts"].back() : raw_turn;
     ++s.turns;
     s.last_text.clear();
     for (const auto& block : turn.value("blocks", json::array())) {
@@ -157,16 +159,25 @@ class mock_model {
       return;
     }
     child_.emplace(std::move(*c));
-    bool done = false;
-    child_->async_read_lines([&](boost::system::error_code ec, process::line_batch lines) {
-      done = true;
+    // Shared with the handler: it may still be pending (and later aborted) when we give up waiting.
+    struct first_line {
+      bool done = false;
+      int port = 0;
+    };
+    auto got = std::make_shared<first_line>();
+    child_->async_read_lines([got](boost::system::error_code ec, process::line_batch lines) {
+      got->done = true;
       if (!ec && !lines.empty()) {
         const std::string first(lines.front().text);
-        if (first.rfind("PORT ", 0) == 0) port_ = std::atoi(first.c_str() + 5);
+        if (first.rfind("PORT ", 0) == 0) got->port = std::atoi(first.c_str() + 5);
       }
     });
-    if (!run_until(io, [&] { return done; }, 20s)) error_ = "the mock model server printed no port within 20 s";
-    else if (port_ <= 0) error_ = "the mock model server did not start: " + child_->stderr_tail();
+    if (!run_until(io, [&] { return got->done; }, 20s)) {
+      error_ = "the mock model server printed no port within 20 s: " + child_->stderr_tail();
+    } else if (got->port <= 0) {
+      error_ = "the mock model server did not start: " + child_->stderr_tail();
+    }
+    port_ = got->port;
   }
 
   [[nodiscard]] const std::string& error() const { return error_; }
