@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds the seed corpora of the fuzz targets from fixtures/ (and a few hand-written inputs) into OUTDIR/<target>/.
+# Each target's input starts with a few parameter bytes (see the target's header comment); seeds get several.
+# Usage: tests/fuzz/make_seeds.sh OUTDIR        (idempotent: OUTDIR/<target> is recreated)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:?usage: make_seeds.sh OUTDIR}
+fixtures=("$root"/fixtures/pi/*.jsonl "$root"/fixtures/pi/synthetic/*.jsonl)
+
+for t in fuzz_line_framer fuzz_pi_mapper fuzz_cli_options fuzz_message_json; do
+  rm -rf "${out:?}/$t"
+  mkdir -p "$out/$t"
+done
+
+# seed DIR NAME HEADER(printf format) FILE|- : HEADER bytes then FILE's bytes (or stdin).
+seed() {
+  local dir=$1 name=$2 header=$3 src=$4
+  { printf "$header"; if [[ $src == - ]]; then cat; else cat "$src"; fi; } > "$out/$dir/$name"
+}
+
+# fake_agent's hostile outputs (fixtures/fake_agent/README.md), as bytes.
+hostile() {
+  printf '{"type":"invalid_utf8","text":"a\xffb\xc3(c\xed\xa0\x80d\xf0\x9f\x98e"}\n'
+  printf '{"type":"crlf","n":1}\r\n{"type":"crlf","n":2}\r\n'
+  printf '\xef\xbb\xbf{"type":"bom"}\n'
+  printf '{"type":"nul","text":"a\0b\0c"}\n'
+  printf '[1,2,3]\n42\n"str"\nnull\n{"type":5}\n{"type":"agent_end","type":"x"}\n'
+  printf '{"type":"no_newline"}'
+}
+
+i=0
+for f in "${fixtures[@]}"; do
+  i=$((i + 1))
+  size=$(stat -c %s "$f")
+  # line framer: small maximum with mixed chunk sizes; large maximum with byte-by-byte-ish reads.
+  if ((size <= 20000)); then
+    seed fuzz_line_framer "fixture$i-a" '\x10\x08\x02\x05\x11\x00' "$f"
+    seed fuzz_line_framer "fixture$i-b" '\x80\xff\x00\x07' "$f"
+  fi
+  # pi mapper: whole small transcripts (buffered and stream thinking; exit 0, cancelled, exit 1, signal) and
+  # windows of 8 lines of every transcript.
+  if ((size <= 20000)); then
+    seed fuzz_pi_mapper "fixture$i-buffered" '\x00\x00' "$f"
+    seed fuzz_pi_mapper "fixture$i-stream" '\x01\x00' "$f"
+    seed fuzz_pi_mapper "fixture$i-cancel" '\x05\x04' "$f"
+    seed fuzz_pi_mapper "fixture$i-exit1" '\x12\x01' "$f"
+    seed fuzz_pi_mapper "fixture$i-signal" '\x0d\x02' "$f"
+  fi
+  lines=$(wc -l < "$f")
+  for ((start = 1; start <= lines; start += 8)); do
+    sed -n "${start},$((start + 7))p" "$f" | { head -c 16000; cat >/dev/null; } | seed fuzz_pi_mapper "fixture$i-w$start" '\x01\x00' -
+  done
+done
+hostile | seed fuzz_line_framer hostile-a '\x08\x04\x03\x01\x02\x03\x00' -
+hostile | seed fuzz_line_framer hostile-b '\x80\x10\x00\x00' -
+hostile | seed fuzz_pi_mapper hostile '\x00\x00' -
+printf '\x01{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"x"}}\n' |
+  seed fuzz_pi_mapper oversize '\x00\x00' -
+
+# CLI: command lines from README.md and the usage text, NUL-separated.
+cli() { local name=$1; shift; printf '%s\0' "$@" | head -c -1 > "$out/fuzz_cli_options/$name"; }
+cli run-basic run --agent pi -- "fix the test"
+cli run-all run --agent pi --executable /usr/bin/pi --model M --provider P --cwd /tmp --session abc --tools a,b \
+  --thinking stream --thinking-level low --timeout 10m --idle-timeout 30s --first-event-timeout 500ms --arg=--yolo \
+  --json -v hello world
+cli run-inline run --agent=pi --timeout=1.5s --no-session -rf /
+cli map-code map --agent pi --exit-code 3 recorded.jsonl
+cli map-signal map --agent pi --exit-signal SIGTERM recorded.jsonl
+cli replay replay --agent pi --delay-ms 10 --fake-agent /bin/fake fixtures/pi/x.jsonl
+cli help --help
+cli bad-dur run --agent pi --timeout 10x p
+cli dash run --agent pi -- -p
+
+# message JSON: the reviewed contract output of every golden test.
+for f in "$root"/fixtures/pi/golden/*.jsonl; do cp "$f" "$out/fuzz_message_json/$(basename "$f")"; done
+echo "seeds: $(for t in "$out"/*/; do printf '%s=%s ' "$(basename "$t")" "$(ls "$t" | wc -l)"; done)"
