@@ -6,24 +6,6 @@
 namespace agenthost::mapper::detail {
 namespace {
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 bool hex4(std::string_view s, std::size_t at, std::uint32_t& out) {
   if (at + 4 > s.size()) return false;
   std::uint32_t v = 0;
@@ -39,6 +21,71 @@ bool hex4(std::string_view s, std::size_t at, std::uint32_t& out) {
   return true;
 }
 
+/// The body of a JSON string (between its quotes) unescaped through `put(char)`; lone UTF-16 surrogates become
+/// U+FFFD. False on a malformed escape sequence.
+template <class Put>
+bool unescape_body(std::string_view body, Put&& put) {
+  constexpr std::uint32_t kReplacement = 0xFFFD;
+  const auto put_utf8 = [&put](std::uint32_t cp) {
+    if (cp < 0x80) {
+      put(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      put(static_cast<char>(0xC0 | (cp >> 6)));
+      put(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      put(static_cast<char>(0xE0 | (cp >> 12)));
+      put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      put(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      put(static_cast<char>(0xF0 | (cp >> 18)));
+      put(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      put(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  };
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c != '\\') {
+      put(c);
+      continue;
+    }
+    if (++i >= body.size()) return false;
+    switch (body[i]) {
+      case '"': put('"'); break;
+      case '\\': put('\\'); break;
+      case '/': put('/'); break;
+      case 'b': put('\b'); break;
+      case 'f': put('\f'); break;
+      case 'n': put('\n'); break;
+      case 'r': put('\r'); break;
+      case 't': put('\t'); break;
+      case 'u': {
+        std::uint32_t cp = 0;
+        if (!hex4(body, i + 1, cp)) return false;
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          std::uint32_t low = 0;
+          if (i + 2 < body.size() && body[i + 1] == '\\' && body[i + 2] == 'u' && hex4(body, i + 3, low) &&
+              low >= 0xDC00 && low <= 0xDFFF) {
+            i += 6;
+            put_utf8(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
+          } else {
+            put_utf8(kReplacement);
+          }
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          put_utf8(kReplacement);
+        } else {
+          put_utf8(cp);
+        }
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool lenient_unescape(std::string_view raw, std::string& out) {
@@ -50,48 +97,11 @@ bool lenient_unescape(std::string_view raw, std::string& out) {
   const std::string_view body = raw.substr(1, end - 2);
   out.clear();
   out.reserve(body.size());
-  constexpr std::uint32_t kReplacement = 0xFFFD;
-  for (std::size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (c != '\\') {
-      out += c;
-      continue;
-    }
-    if (++i >= body.size()) return false;
-    switch (body[i]) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'u': {
-        std::uint32_t cp = 0;
-        if (!hex4(body, i + 1, cp)) return false;
-        i += 4;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          std::uint32_t low = 0;
-          if (i + 2 < body.size() && body[i + 1] == '\\' && body[i + 2] == 'u' && hex4(body, i + 3, low) &&
-              low >= 0xDC00 && low <= 0xDFFF) {
-            i += 6;
-            append_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
-          } else {
-            append_utf8(out, kReplacement);
-          }
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          append_utf8(out, kReplacement);
-        } else {
-          append_utf8(out, cp);
-        }
-        break;
-      }
-      default:
-        return false;
-    }
-  }
-  return true;
+  return unescape_body(body, [&out](char c) { out += c; });
+}
+
+char* lenient_unescape_to(std::string_view body, char* dst) noexcept {
+  return unescape_body(body, [&dst](char c) { *dst++ = c; }) ? dst : nullptr;
 }
 
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept {

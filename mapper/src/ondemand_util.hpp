@@ -33,6 +33,10 @@ class string_arena {
 /// instead of failing. Returns false on a malformed token.
 bool lenient_unescape(std::string_view raw, std::string& out);
 
+/// The same for a string body (the bytes between the quotes), written to `dst` (room for body.size() bytes: an
+/// unescaped string is never longer than its body). Returns the end of the output, or nullptr on a malformed escape.
+char* lenient_unescape_to(std::string_view body, char* dst) noexcept;
+
 /// Read a string value; falls back to lenient_unescape when simdjson rejects an escape sequence.
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept;
 

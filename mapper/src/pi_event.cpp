@@ -1,6 +1,8 @@
 // Internal: extraction of one pi JSONL line into x_event.
 #include "pi_event.hpp"
 
+#include "raw_scan.hpp"
+
 #include <cstring>
 
 namespace agenthost::mapper::detail {
@@ -193,12 +195,7 @@ bool x_event::needs_snapshot() const noexcept {
 
 pi_event_parser::pi_event_parser() = default;
 
-error_code pi_event_parser::parse(std::string_view line) {
-  ev_.reset();
-  arena_.clear();
-  deferred_partial_ = {};
-  deferred_message_ = {};
-  const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
+void pi_event_parser::reserve_buffer(std::size_t needed) {
   if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
     // A huge line grew the buffer and the parser's index: give that memory back.
     buffer_.reset();
@@ -211,7 +208,19 @@ error_code pi_event_parser::parse(std::string_view line) {
     buffer_ = std::make_unique<char[]>(cap);
     capacity_ = cap;
   }
-  if (!line.empty()) std::memcpy(buffer_.get(), line.data(), line.size());
+}
+
+error_code pi_event_parser::parse(std::string_view line) {
+  ev_.reset();
+  arena_.clear();
+  deferred_partial_ = {};
+  deferred_message_ = {};
+  const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
+  reserve_buffer(needed);
+  if (parse_fast(line)) return simdjson::SUCCESS;
+  ev_.reset();  // the fast path gave up: whatever it set is discarded
+
+  std::memcpy(buffer_.get(), line.data(), line.size());
   std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
 
   od::document doc;
@@ -240,6 +249,183 @@ error_code pi_event_parser::parse(std::string_view line) {
     if (auto e = parse_deferred(deferred_message_, ev.message, false)) return e;
   }
   return simdjson::SUCCESS;
+}
+
+// ---- fast path ---------------------------------------------------------------------------------------------------
+//
+// pi prints one message_update per streamed token, so these lines are nearly all of a run's lines. For them the
+// On-Demand walk (stage 1 over the whole line, then token by token past `usage` or the snapshots) costs more than
+// the mapping itself. parse_fast() handles exactly the lines that begin with `{"type":"message_update"` and are
+// strict JSON: it validates the UTF-8 of the whole line (simdjson::validate_utf8), every string (closed, no raw
+// control character), the full grammar of every value, including skipped ones (which On-Demand only bracket-counts),
+// and that nothing but whitespace follows. It reads the same fields with the same rules as parse_root() and
+// parse_update() (key order, later duplicates, the type-dependent snapshot decisions). Whenever it meets anything it
+// does not handle exactly as the On-Demand path would (an escaped key, a second `type`, a field that would need the
+// snapshot, a `toolCall`, a non-canonical number, deep nesting, a malformed escape…) it returns false and the line
+// goes through the On-Demand path from scratch. So it accepts a subset of the lines the On-Demand path accepts, and
+// for those yields the same event: the mapper's behaviour is unchanged.
+//
+// Delta-only lines also repeat the same bytes up to the delta (`{"type":"message_update","usage":{…},
+// "assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":`): the scan state at that point is memoized
+// with its prefix, and a line that starts with the same bytes resumes there (one memcmp instead of a scan).
+
+const char* pi_event_parser::fast_string(const char* p, const char* end, std::string_view& out) {
+  if (p >= end || *p != '"') return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* next = raw::scan_string(p, end, body_end, escaped);
+  if (next == nullptr) return nullptr;
+  const std::string_view body(p + 1, static_cast<std::size_t>(body_end - (p + 1)));
+  if (!escaped) {
+    out = body;
+    return next;
+  }
+  char* e = lenient_unescape_to(body, scratch_);
+  if (e == nullptr) return nullptr;
+  out = std::string_view(scratch_, static_cast<std::size_t>(e - scratch_));
+  scratch_ = e;
+  return next;
+}
+
+namespace {
+
+/// A key without escape sequences at `p`, then ':' : returns the position of its value.
+const char* fast_key(const char* p, const char* end, std::string_view& key) noexcept {
+  if (p >= end || *p != '"') return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* next = raw::scan_string(p, end, body_end, escaped);
+  if (next == nullptr || escaped) return nullptr;
+  key = std::string_view(p + 1, static_cast<std::size_t>(body_end - (p + 1)));
+  next = raw::skip_ws(next, end);
+  if (next >= end || *next != ':') return nullptr;
+  return raw::skip_ws(next + 1, end);
+}
+
+/// After a member's value: the next member's value (its key in `key`), or `end_of_object` set after '}'.
+const char* fast_next_member(const char* p, const char* end, std::string_view& key, bool& end_of_object) noexcept {
+  p = raw::skip_ws(p, end);
+  if (p >= end) return nullptr;
+  if (*p == '}') {
+    end_of_object = true;
+    return p + 1;
+  }
+  if (*p != ',') return nullptr;
+  return fast_key(raw::skip_ws(p + 1, end), end, key);
+}
+
+constexpr std::size_t kMaxMemoPrefix = 4096;
+
+}  // namespace
+
+// Members of assistantMessageEvent (parse_update's rules); `p` is at the value of member `key`.
+const char* pi_event_parser::fast_update_members(const char* p, const char* end, std::string_view key,
+                                                 const char* line_begin, bool record_cut) {
+  x_event& ev = ev_;
+  for (;;) {
+    if (key == "type") {
+      std::string_view t;
+      p = fast_string(p, end, t);
+      if (p != nullptr) ev.update = classify_update(t);
+    } else if (key == "contentIndex") {
+      std::int64_t i = -1;
+      p = raw::parse_small_int(p, end, i);
+      if (p != nullptr) ev.content_index = i;
+    } else if (key == "delta") {
+      if (record_cut && cut_.offset == 0 && !ev.has_delta && !ev.has_content && ev.update_id.empty() &&
+          ev.update_tool_name.empty() && !ev.has_tool_call && !ev.has_snapshot) {
+        cut_ = {static_cast<std::size_t>(p - line_begin), ev.update, ev.content_index};
+      }
+      p = fast_string(p, end, ev.delta);
+      ev.has_delta = true;
+    } else if (key == "content") {
+      p = fast_string(p, end, ev.content);
+      ev.has_content = true;
+    } else if (key == "id") {
+      p = fast_string(p, end, ev.update_id);
+    } else if (key == "toolName") {
+      p = fast_string(p, end, ev.update_tool_name);
+    } else if (key == "toolCall") {
+      return nullptr;  // converted to nlohmann::json by the On-Demand path
+    } else if (key == "partial") {
+      if (ev.update == update_kind::unknown || ev.needs_snapshot()) return nullptr;  // deferred / parsed there
+      p = raw::skip_value(p, end);
+    } else {
+      p = raw::skip_value(p, end);
+    }
+    if (p == nullptr) return nullptr;
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr || done) return p;
+  }
+}
+
+bool pi_event_parser::parse_fast(std::string_view line) {
+  static constexpr std::string_view kPrefix = R"({"type":"message_update")";
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  x_event& ev = ev_;
+  scratch_ = buffer_.get();
+  cut_ = {};
+
+  const bool resume = !memo_prefix_.empty() && line.size() > memo_prefix_.size() &&
+                      std::memcmp(begin, memo_prefix_.data(), memo_prefix_.size()) == 0;
+  const char* p = nullptr;
+  if (resume) {
+    // Same bytes as the memoized prefix (valid UTF-8 ending before an ASCII quote): validate only the rest.
+    if (!simdjson::validate_utf8(begin + memo_prefix_.size(), line.size() - memo_prefix_.size())) return false;
+    ev.has_update = true;
+    ev.update = memo_.update;
+    ev.content_index = memo_.content_index;
+    p = fast_update_members(begin + memo_prefix_.size(), end, "delta", begin, false);
+  } else {
+    if (line.size() < kPrefix.size() || std::memcmp(begin, kPrefix.data(), kPrefix.size()) != 0) return false;
+    if (!simdjson::validate_utf8(begin, line.size())) return false;
+    p = begin + kPrefix.size();
+  }
+  if (p == nullptr) return false;
+  ev.kind = event_kind::message_update;
+  ev.has_type = true;
+  bool seen_update = resume;
+
+  // Root members after `type` (parse_root's hot branch).
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    if (key == "assistantMessageEvent") {
+      if (seen_update || p >= end || *p != '{') return false;  // a second one, or not an object
+      seen_update = true;
+      ev.has_update = true;
+      p = raw::skip_ws(p + 1, end);
+      if (p < end && *p == '}') {
+        ++p;
+        continue;
+      }
+      std::string_view first;
+      p = fast_key(p, end, first);
+      if (p == nullptr) return false;
+      p = fast_update_members(p, end, first, begin, !resume);
+    } else if (key == "message") {
+      // Before the update: deferred by the On-Demand path; after it: read there only when the update needs it.
+      if (!ev.has_update || ev.needs_snapshot()) return false;
+      p = raw::skip_value(p, end);
+    } else if (key == "type") {
+      return false;  // a second `type` reclassifies the event
+    } else {
+      p = raw::skip_value(p, end);
+    }
+    if (p == nullptr) return false;
+  }
+  if (raw::skip_ws(p, end) != end) return false;
+
+  if (cut_.offset != 0 && cut_.offset <= kMaxMemoPrefix) {
+    memo_prefix_.assign(begin, cut_.offset);
+    memo_ = cut_;
+  }
+  return true;
 }
 
 error_code pi_event_parser::parse_deferred(std::string_view raw, x_message& m, bool snapshot_only) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -154,6 +155,14 @@ class pi_event_parser {
   [[nodiscard]] x_event& event() noexcept { return ev_; }
 
  private:
+  // Fast path for message_update lines (pi's per-token event): a strict byte-level scan that either produces the
+  // exact event the On-Demand path would produce, or gives up (false) and leaves the line to it. See parse_fast().
+  bool parse_fast(std::string_view line);
+  const char* fast_update_members(const char* p, const char* end, std::string_view key, const char* line_begin,
+                                  bool record_cut);
+  const char* fast_string(const char* p, const char* end, std::string_view& out);
+  void reserve_buffer(std::size_t needed);
+
   simdjson::error_code parse_root(od::object root);
   simdjson::error_code parse_update(od::value v);
   simdjson::error_code parse_message(od::value v, x_message& m, bool snapshot_only);
@@ -169,6 +178,20 @@ class pi_event_parser {
   std::string_view deferred_partial_;
   std::string_view deferred_message_;
   od::parser deferred_parser_;
+
+  // Fast path: unescaped strings are written to buffer_ (unused by that path otherwise) from scratch_ on.
+  char* scratch_ = nullptr;
+  // Fast path memo: the longest prefix of the last fully scanned message_update line that ends at its `delta` value,
+  // with the update fields read before that point. A line with the same prefix resumes the scan there (the state of
+  // the scan is a function of the bytes before it, which were validated with that line).
+  struct cut_point {
+    std::size_t offset = 0;
+    update_kind update = update_kind::unknown;
+    std::int64_t content_index = -1;
+  };
+  cut_point cut_{};
+  std::string memo_prefix_;
+  cut_point memo_{};
 
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;

@@ -1,0 +1,148 @@
+// Internal: strict byte-level JSON scanning for the mapper's fast path (see pi_event_parser::parse_fast).
+//
+// These functions accept a strict subset of JSON (RFC 8259 structure; scalars as runs of [0-9A-Za-z+-.]) and report
+// anything else as "not handled" (nullptr), never as an error: the caller then falls back to the simdjson On-Demand
+// path, which decides. They never read outside [p, end): the input is the caller's line, without padding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace agenthost::mapper::detail::raw {
+
+/// Deepest nesting the fast path skips; deeper values go to the On-Demand path.
+inline constexpr int kMaxSkipDepth = 64;
+
+inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+inline const char* skip_ws(const char* p, const char* end) noexcept {
+  while (p < end && is_ws(*p)) ++p;
+  return p;
+}
+
+/// The first byte in [p, end) that is '"', '\\' or a control character (< 0x20); `end` when there is none.
+inline const char* find_string_special(const char* p, const char* end) noexcept {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i max_control = _mm_set1_epi8(0x1F);
+  while (end - p >= 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(x, max_control), x);  // x <= 0x1F (unsigned)
+    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)), control);
+    const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
+    if (mask != 0) return p + __builtin_ctz(mask);
+    p += 16;
+  }
+#endif
+  while (p < end) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c == '"' || c == '\\' || c < 0x20) return p;
+    ++p;
+  }
+  return end;
+}
+
+/// A JSON string whose opening quote is at `p`: returns the position after its closing quote, or nullptr (not
+/// closed, a raw control character, a backslash before a control character). `body_end` is set to the closing quote;
+/// `escaped` is set when the body has a backslash.
+inline const char* scan_string(const char* p, const char* end, const char*& body_end, bool& escaped) noexcept {
+  ++p;  // opening quote
+  escaped = false;
+  for (;;) {
+    p = find_string_special(p, end);
+    if (p == end) return nullptr;
+    if (*p == '"') {
+      body_end = p;
+      return p + 1;
+    }
+    if (*p != '\\') return nullptr;  // raw control character
+    if (end - p < 2 || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;
+    escaped = true;
+    p += 2;
+  }
+}
+
+inline bool is_scalar_char(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '+' ||
+         c == '.';
+}
+
+/// Skip one value starting at `p` (no leading whitespace): returns the position after it, or nullptr.
+inline const char* skip_value(const char* p, const char* end, int depth = 0) noexcept {
+  if (p >= end) return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  switch (*p) {
+    case '"':
+      return scan_string(p, end, body_end, escaped);
+    case '{': {
+      if (depth >= kMaxSkipDepth) return nullptr;
+      p = skip_ws(p + 1, end);
+      if (p < end && *p == '}') return p + 1;
+      for (;;) {
+        if (p >= end || *p != '"') return nullptr;
+        p = scan_string(p, end, body_end, escaped);
+        if (p == nullptr) return nullptr;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':') return nullptr;
+        p = skip_value(skip_ws(p + 1, end), end, depth + 1);
+        if (p == nullptr) return nullptr;
+        p = skip_ws(p, end);
+        if (p >= end) return nullptr;
+        if (*p == '}') return p + 1;
+        if (*p != ',') return nullptr;
+        p = skip_ws(p + 1, end);
+      }
+    }
+    case '[': {
+      if (depth >= kMaxSkipDepth) return nullptr;
+      p = skip_ws(p + 1, end);
+      if (p < end && *p == ']') return p + 1;
+      for (;;) {
+        p = skip_value(p, end, depth + 1);
+        if (p == nullptr) return nullptr;
+        p = skip_ws(p, end);
+        if (p >= end) return nullptr;
+        if (*p == ']') return p + 1;
+        if (*p != ',') return nullptr;
+        p = skip_ws(p + 1, end);
+      }
+    }
+    default: {
+      const char* start = p;
+      while (p < end && is_scalar_char(*p)) ++p;
+      return p == start ? nullptr : p;
+    }
+  }
+}
+
+/// A canonical JSON integer at `p` ("0" or an optional '-' then 1–18 digits without a leading zero; not "-0"),
+/// followed by a delimiter: returns the position after it, or nullptr (anything else).
+inline const char* parse_small_int(const char* p, const char* end, std::int64_t& out) noexcept {
+  bool negative = false;
+  if (p < end && *p == '-') {
+    negative = true;
+    ++p;
+  }
+  const char* start = p;
+  std::int64_t v = 0;
+  while (p < end && *p >= '0' && *p <= '9') {
+    if (p - start == 18) return nullptr;  // too long for the fast path
+    v = v * 10 + (*p - '0');
+    ++p;
+  }
+  const std::ptrdiff_t digits = p - start;
+  if (digits == 0) return nullptr;
+  if (*start == '0' && (digits > 1 || negative)) return nullptr;
+  if (p < end && !is_ws(*p) && *p != ',' && *p != '}' && *p != ']') return nullptr;
+  out = negative ? -v : v;
+  return p;
+}
+
+}  // namespace agenthost::mapper::detail::raw
