@@ -23,6 +23,7 @@ class string_arena {
     return strings_.back();
   }
   void clear() noexcept { strings_.clear(); }
+  [[nodiscard]] bool empty() const noexcept { return strings_.empty(); }
 
  private:
   std::deque<std::string> strings_;

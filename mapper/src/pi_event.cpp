@@ -193,7 +193,17 @@ bool x_event::needs_snapshot() const noexcept {
   }
 }
 
-pi_event_parser::pi_event_parser() = default;
+pi_event_parser::pi_event_parser() {
+  // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
+  [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
+  utf8_ = simdjson::get_active_implementation();
+}
+
+bool pi_event_parser::valid_utf8(const char* p, std::size_t n) const noexcept {
+  // A short ASCII span (the rest of a line after a memoized prefix) is checked inline.
+  if (n <= 256 && raw::is_ascii(p, n)) return true;
+  return utf8_->validate_utf8(p, n);
+}
 
 void pi_event_parser::reserve_buffer(std::size_t needed) {
   if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
@@ -212,7 +222,7 @@ void pi_event_parser::reserve_buffer(std::size_t needed) {
 
 error_code pi_event_parser::parse(std::string_view line) {
   ev_.reset();
-  arena_.clear();
+  if (!arena_.empty()) arena_.clear();
   deferred_partial_ = {};
   deferred_message_ = {};
   const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
@@ -373,14 +383,14 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   const char* p = nullptr;
   if (resume) {
     // Same bytes as the memoized prefix (valid UTF-8 ending before an ASCII quote): validate only the rest.
-    if (!simdjson::validate_utf8(begin + memo_prefix_.size(), line.size() - memo_prefix_.size())) return false;
+    if (!valid_utf8(begin + memo_prefix_.size(), line.size() - memo_prefix_.size())) return false;
     ev.has_update = true;
     ev.update = memo_.update;
     ev.content_index = memo_.content_index;
     p = fast_update_members(begin + memo_prefix_.size(), end, "delta", begin, false);
   } else {
     if (line.size() < kPrefix.size() || std::memcmp(begin, kPrefix.data(), kPrefix.size()) != 0) return false;
-    if (!simdjson::validate_utf8(begin, line.size())) return false;
+    if (!valid_utf8(begin, line.size())) return false;
     p = begin + kPrefix.size();
   }
   if (p == nullptr) return false;

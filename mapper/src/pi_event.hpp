@@ -162,6 +162,7 @@ class pi_event_parser {
                                   bool record_cut);
   const char* fast_string(const char* p, const char* end, std::string_view& out);
   void reserve_buffer(std::size_t needed);
+  [[nodiscard]] bool valid_utf8(const char* p, std::size_t n) const noexcept;
 
   simdjson::error_code parse_root(od::object root);
   simdjson::error_code parse_update(od::value v);
@@ -181,6 +182,7 @@ class pi_event_parser {
 
   // Fast path: unescaped strings are written to buffer_ (unused by that path otherwise) from scratch_ on.
   char* scratch_ = nullptr;
+  const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
   // Fast path memo: the longest prefix of the last fully scanned message_update line that ends at its `delta` value,
   // with the update fields read before that point. A line with the same prefix resumes the scan there (the state of
   // the scan is a function of the bytes before it, which were validated with that line).

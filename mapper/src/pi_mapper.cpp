@@ -205,10 +205,12 @@ struct pi_mapper::impl {
   void emit_text(std::vector<message>& out, std::string_view text) {
     if (text.empty()) return;
     ensure_session(out);
-    // Built directly (an initializer list costs extra copies on this per-token path).
-    json c(json::value_t::object);
-    c.get_ref<json::object_t&>().emplace("text", std::string(text));
-    emit(out, message_type::assistant, std::move(c));
+    // Built in place (an initializer list costs extra copies on this per-token path): the message, then its one
+    // member, whose key is copied from a static string (no strlen) and whose value is built from the view.
+    static const std::string kText = "text";
+    message& m = out.emplace_back(message_type::assistant, json(json::value_t::object));
+    auto& object = m.content.get_ref<json::object_t&>();
+    object.emplace_hint(object.end(), kText, text);
   }
 
   void emit_thought(std::vector<message>& out, std::string text) {

@@ -25,47 +25,78 @@ inline const char* skip_ws(const char* p, const char* end) noexcept {
   return p;
 }
 
-/// The first byte in [p, end) that is '"', '\\' or a control character (< 0x20); `end` when there is none.
-inline const char* find_string_special(const char* p, const char* end) noexcept {
 #if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i max_control = _mm_set1_epi8(0x1F);
+/// Bit i set when p[i] is '"', '\\' or a control character (< 0x20); p[0..16) must be readable.
+inline unsigned string_special_mask(const char* p) noexcept {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1F)), x);  // x <= 0x1F (unsigned)
+  const __m128i hit = _mm_or_si128(
+      _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))), control);
+  return static_cast<unsigned>(_mm_movemask_epi8(hit));
+}
+#endif
+
+/// A JSON string whose opening quote is at `p`: returns the position after its closing quote, or nullptr (not
+/// closed, a raw control character, a backslash before a control character). `body_end` is set to the closing quote;
+/// `escaped` is set when the body has a backslash. A backslash escapes the byte after it (as in simdjson's stage 1);
+/// the escape sequences themselves are checked only where a string is unescaped.
+inline const char* scan_string(const char* p, const char* end, const char*& body_end, bool& escaped) noexcept {
+  ++p;  // opening quote
+  escaped = false;
+#if defined(__SSE2__)
   while (end - p >= 16) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(x, max_control), x);  // x <= 0x1F (unsigned)
-    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)), control);
-    const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
-    if (mask != 0) return p + __builtin_ctz(mask);
-    p += 16;
+    unsigned mask = string_special_mask(p);
+    std::ptrdiff_t advance = 16;
+    while (mask != 0) {
+      const auto i = static_cast<std::ptrdiff_t>(__builtin_ctz(mask));
+      if (p[i] == '"') {
+        body_end = p + i;
+        return p + i + 1;
+      }
+      if (p[i] != '\\') return nullptr;  // raw control character
+      if (end - (p + i) < 2 || static_cast<unsigned char>(p[i + 1]) < 0x20) return nullptr;
+      escaped = true;
+      if (i == 15) {  // the escaped byte starts the next block
+        advance = 17;
+        break;
+      }
+      mask &= ~(3U << i);  // the backslash and the byte it escapes
+    }
+    p += advance;
   }
 #endif
   while (p < end) {
     const auto c = static_cast<unsigned char>(*p);
-    if (c == '"' || c == '\\' || c < 0x20) return p;
-    ++p;
-  }
-  return end;
-}
-
-/// A JSON string whose opening quote is at `p`: returns the position after its closing quote, or nullptr (not
-/// closed, a raw control character, a backslash before a control character). `body_end` is set to the closing quote;
-/// `escaped` is set when the body has a backslash.
-inline const char* scan_string(const char* p, const char* end, const char*& body_end, bool& escaped) noexcept {
-  ++p;  // opening quote
-  escaped = false;
-  for (;;) {
-    p = find_string_special(p, end);
-    if (p == end) return nullptr;
-    if (*p == '"') {
+    if (c == '"') {
       body_end = p;
       return p + 1;
     }
-    if (*p != '\\') return nullptr;  // raw control character
-    if (end - p < 2 || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;
-    escaped = true;
-    p += 2;
+    if (c < 0x20) return nullptr;
+    if (c == '\\') {
+      if (end - p < 2 || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;
+      escaped = true;
+      p += 2;
+      continue;
+    }
+    ++p;
   }
+  return nullptr;
+}
+
+/// True when [p, p + n) has no byte >= 0x80 (then it is valid UTF-8).
+inline bool is_ascii(const char* p, std::size_t n) noexcept {
+  const char* end = p + n;
+#if defined(__SSE2__)
+  __m128i acc = _mm_setzero_si128();
+  while (end - p >= 16) {
+    acc = _mm_or_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    p += 16;
+  }
+  if (_mm_movemask_epi8(acc) != 0) return false;
+#endif
+  unsigned char bits = 0;
+  while (p < end) bits |= static_cast<unsigned char>(*p++);
+  return bits < 0x80;
 }
 
 inline bool is_scalar_char(char c) noexcept {
