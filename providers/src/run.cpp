@@ -47,7 +47,8 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
         idle_timer_(ex_),
         deadline_timer_(ex_),
         linger_timer_(ex_),
-        drain_timer_(ex_) {}
+        drain_timer_(ex_),
+        eof_timer_(ex_) {}
 
   // Called at initiation, so a cancellation emitted before start() is not lost.
   void connect_cancellation() {
@@ -103,6 +104,13 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     if (ending_) return;
     if (ec) {  // EOF (or aborted by the stop)
       stdout_done_ = true;
+      if (!status_ && !mapper_->agent_finished()) {
+        // Nothing more can be reported; a leader that keeps running now is hung. (A finished agent has its linger.)
+        eof_timer_.expires_after(options_.exit_after_eof);
+        eof_timer_.async_wait([self = shared_from_this()](error_code e) {
+          if (!e && !self->status_) self->end_with({.timeout = std::string("exit_after_eof")});
+        });
+      }
       return maybe_finish();
     }
     if (!got_line_) {
@@ -182,6 +190,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     deadline_timer_.cancel();
     linger_timer_.cancel();
     drain_timer_.cancel();
+    eof_timer_.cancel();
   }
 
   // Passes queued messages to the caller; false when the run is over (terminal delivered, or the callback threw).
@@ -243,7 +252,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   message_handler on_message_;
   handler_type handler_;
   std::optional<process::child> child_;
-  asio::steady_timer first_event_timer_, idle_timer_, deadline_timer_, linger_timer_, drain_timer_;
+  asio::steady_timer first_event_timer_, idle_timer_, deadline_timer_, linger_timer_, drain_timer_, eof_timer_;
   std::vector<message> out_;
   std::optional<process::exit_status> status_;
   bool got_line_ = false;

@@ -285,17 +285,15 @@ TEST_F(BadInput, ClosesStdoutAfterItsFinalEventAndKeepsRunningCompletes) {
   EXPECT_EQ(r.terminal.content.value("stopped_after_finish", false), true);
 }
 
-// BUG (reported; providers/src/run.cpp, agent_run::on_lines / maybe_finish): after stdout EOF the run waits for the
-// leader's exit without any bound unless the caller set a watchdog. An agent that closes stdout before its final
-// event and keeps running (hung, or a stdout-closing bug) hangs the run forever — the opposite case (leader exited,
-// stdout held open) is bounded by run_options::drain_after_exit. Expected: a bounded wait after EOF, then the tree
-// is stopped and the run ends (terminal.failed, e.g. no_terminal_event). Enable when fixed.
-TEST_F(BadInput, DISABLED_ClosesStdoutAndKeepsRunningEndsWithoutWatchdogs) {
+// Regression: after stdout EOF the run used to wait for the leader's exit without any bound. Now bounded by
+// run_options::exit_after_eof (the opposite case, leader exited with stdout held open, by drain_after_exit).
+TEST_F(BadInput, ClosesStdoutAndKeepsRunningEndsWithoutWatchdogs) {
   std::vector<std::string> head = transcript_lines();
   head.resize(8);
   auto r = run(fake({"replay", file("head", join(head)), "close-stdout", "never-exit"}), {},
                mapper::thinking_mode::buffered, std::chrono::seconds(30));
   EXPECT_EQ(r.terminal.type, message_type::terminal_failed);
+  EXPECT_EQ(r.terminal.content.value("timeout", ""), "exit_after_eof");
   EXPECT_FALSE(r.ec) << "ended by itself, not by the test's cancellation";
 }
 

@@ -48,6 +48,10 @@ struct run_options {
   /// After the leader exited, how long to wait for stdout EOF (a descendant may hold stdout open) before stopping the
   /// tree. Default: 500 ms.
   std::chrono::milliseconds drain_after_exit{500};
+  /// After stdout closed (EOF) before the agent's final event, how long the leader may keep running before the tree is
+  /// stopped (terminal.failed, timeout "exit_after_eof"): an agent without stdout can no longer report anything.
+  /// Default: 5 s.
+  std::chrono::milliseconds exit_after_eof{5000};
   /// How the tree is stopped on cancellation, timeout or linger. Default: \x03 + SIGINT, 2 s, kill, 5 s.
   process::stop_policy stop{};
 };
