@@ -1,6 +1,8 @@
 // Internal helpers around simdjson On-Demand.
 #include "ondemand_util.hpp"
 
+#include "raw_scan.hpp"
+
 #include <cstdint>
 
 namespace agenthost::mapper::detail {
@@ -112,8 +114,8 @@ simdjson::error_code get_string(od::value& v, std::string_view& out, string_aren
     const auto err = v.get_raw_json_string().get(raw);
     if (err != simdjson::SUCCESS) return err;
     const char* begin = reinterpret_cast<const char*>(raw.raw());
-    const char* p = begin;
-    while (*p != '"' && *p != '\\') ++p;  // the closing quote is there: the document is structurally valid
+    // The closing quote is there (the document is structurally valid) and the buffer is padded.
+    const char* p = raw::find_quote_or_backslash_padded(begin);
     if (*p == '"') {
       out = std::string_view(begin, static_cast<std::size_t>(p - begin));
       return simdjson::SUCCESS;
@@ -224,6 +226,161 @@ simdjson::error_code to_json(od::value v, nlohmann::json& out, string_arena& are
     }
   }
   return simdjson::INCORRECT_TYPE;
+}
+
+simdjson::error_code validate_json(od::value v, string_arena& arena, int depth) {
+  // Mirrors to_json(): the same accessors on the same values, so the same errors.
+  if (depth > kMaxConvertDepth) return simdjson::DEPTH_ERROR;
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  switch (t) {
+    case od::json_type::object: {
+      od::object obj;
+      if (auto e = v.get_object().get(obj)) return e;
+      for (auto field_result : obj) {
+        od::field field;
+        if (auto e = std::move(field_result).get(field)) return e;
+        std::string_view key;
+        if (auto e = field.unescaped_key().get(key)) return e;
+        if (auto e = validate_json(field.value(), arena, depth + 1)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::array: {
+      od::array arr;
+      if (auto e = v.get_array().get(arr)) return e;
+      for (auto element_result : arr) {
+        od::value element;
+        if (auto e = std::move(element_result).get(element)) return e;
+        if (auto e = validate_json(element, arena, depth + 1)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      return get_string(v, s, arena);
+    }
+    case od::json_type::number: {
+      od::number_type nt{};
+      if (auto e = v.get_number_type().get(nt)) return e;
+      if (nt == od::number_type::signed_integer) {
+        std::int64_t i = 0;
+        return v.get_int64().get(i);
+      }
+      if (nt == od::number_type::unsigned_integer) {
+        std::uint64_t u = 0;
+        return v.get_uint64().get(u);
+      }
+      double d = 0;
+      return v.get_double().get(d);
+    }
+    case od::json_type::boolean: {
+      bool b = false;
+      return v.get_bool().get(b);
+    }
+    case od::json_type::null: {
+      bool is_null = false;
+      if (auto e = v.is_null().get(is_null)) return e;
+      return is_null ? simdjson::SUCCESS : simdjson::INCORRECT_TYPE;
+    }
+  }
+  return simdjson::INCORRECT_TYPE;
+}
+
+namespace {
+
+/// A member value that matters only when it is a string: read it (is_string), else validate it as to_json would.
+simdjson::error_code string_or_validate(od::value v, int depth, std::string_view& s, bool& is_string,
+                                        string_arena& arena) {
+  if (depth > kMaxConvertDepth) return simdjson::DEPTH_ERROR;
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t != od::json_type::string) {
+    is_string = false;
+    return validate_json(v, arena, depth);
+  }
+  is_string = true;
+  return get_string(v, s, arena);
+}
+
+/// One item of a content array: appended when it is an object whose last `type` is the string "text" and whose last
+/// `text` is a string (nlohmann's object keeps the last of duplicate keys).
+simdjson::error_code content_item_text(od::value v, int depth, std::string& text, bool& first,
+                                       string_arena& arena) {
+  if (depth > kMaxConvertDepth) return simdjson::DEPTH_ERROR;
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t != od::json_type::object) return validate_json(v, arena, depth);
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  std::string_view type, item_text;
+  bool type_is_string = false, text_is_string = false;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    if (key == "type") {
+      if (auto e = string_or_validate(field.value(), depth + 1, type, type_is_string, arena)) return e;
+    } else if (key == "text") {
+      if (auto e = string_or_validate(field.value(), depth + 1, item_text, text_is_string, arena)) return e;
+    } else if (auto e = validate_json(field.value(), arena, depth + 1)) {
+      return e;
+    }
+  }
+  if (type_is_string && type == "text" && text_is_string) {
+    if (!first) text += '\n';
+    text.append(item_text);
+    first = false;
+  }
+  return simdjson::SUCCESS;
+}
+
+/// The text of a `content` value: a string as is, an array's text items joined, anything else "".
+simdjson::error_code content_text(od::value v, int depth, std::string& text, string_arena& arena) {
+  text.clear();
+  if (depth > kMaxConvertDepth) return simdjson::DEPTH_ERROR;
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (auto e = get_string(v, s, arena)) return e;
+    text.assign(s);
+    return simdjson::SUCCESS;
+  }
+  if (t != od::json_type::array) return validate_json(v, arena, depth);
+  od::array arr;
+  if (auto e = v.get_array().get(arr)) return e;
+  bool first = true;
+  for (auto element_result : arr) {
+    od::value element;
+    if (auto e = std::move(element_result).get(element)) return e;
+    if (auto e = content_item_text(element, depth + 1, text, first, arena)) return e;
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace
+
+simdjson::error_code tool_result_text(od::value v, std::string& text, string_arena& arena) {
+  text.clear();
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t != od::json_type::object) return content_text(v, 0, text, arena);
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    if (key == "content") {
+      if (auto e = content_text(field.value(), 1, text, arena)) return e;  // the last `content` wins
+    } else if (auto e = validate_json(field.value(), arena, 1)) {
+      return e;
+    }
+  }
+  return simdjson::SUCCESS;
 }
 
 }  // namespace agenthost::mapper::detail

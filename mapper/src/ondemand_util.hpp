@@ -44,6 +44,14 @@ simdjson::error_code get_string(od::value& v, std::string_view& out, string_aren
 /// Convert a value (and its children, up to kMaxConvertDepth) to nlohmann::json.
 simdjson::error_code to_json(od::value v, nlohmann::json& out, string_arena& arena, int depth = 0);
 
+/// The reads of to_json() without building anything: succeeds exactly when to_json() would.
+simdjson::error_code validate_json(od::value v, string_arena& arena, int depth = 0);
+
+/// `text` = the text of a tool result as the mapper reports it (result_text() in pi_mapper.cpp: `content` of an
+/// object, or the value itself; a string as is, an array's `{type: "text", text}` items joined with '\n', else ""),
+/// read without building the value; succeeds exactly when to_json() of the value would.
+simdjson::error_code tool_result_text(od::value v, std::string& text, string_arena& arena);
+
 /// Read a number (integer or floating point) as double.
 simdjson::error_code get_number(od::value& v, double& out) noexcept;
 

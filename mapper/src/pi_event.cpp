@@ -22,11 +22,9 @@ bool is_type_mismatch(error_code e) noexcept {
 /// the unescaped key.
 error_code get_key(od::field& field, std::string_view& out) noexcept {
   const char* raw = field.key().raw();
-  const char* p = raw;
-  while (*p != '"') {  // the document is structurally valid: the closing quote is there
-    if (*p == '\\') return field.unescaped_key().get(out);
-    ++p;
-  }
+  // The document is structurally valid and padded: the closing quote is there.
+  const char* p = raw::find_quote_or_backslash_padded(raw);
+  if (*p == '\\') return field.unescaped_key().get(out);
   out = std::string_view(raw, static_cast<std::size_t>(p - raw));
   return simdjson::SUCCESS;
 }
@@ -148,6 +146,7 @@ void x_event::reset() {
   // The update fields (the hot path: one message_update per streamed token).
   kind = event_kind::unknown;
   has_type = false;
+  type_members = 0;
   has_update = false;
   update = update_kind::unknown;
   content_index = -1;
@@ -173,6 +172,11 @@ void x_event::reset() {
   has_args = false;
   if (has_result) result = nullptr;
   has_result = false;
+  if (has_partial_text) {
+    has_partial_text = false;
+    partial_text.clear();
+    if (partial_text.capacity() > kReleaseAbove) std::string().swap(partial_text);
+  }
   is_error = false;
   will_retry = aborted = success = -1;
   has_attempt = has_max_attempts = has_delay = false;
@@ -233,8 +237,24 @@ error_code pi_event_parser::parse(std::string_view line) {
   std::memcpy(buffer_.get(), line.data(), line.size());
   std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
 
+  const error_code e = parse_ondemand(line.size());
+  if (e == simdjson::SUCCESS && ev_.has_partial_text && ev_.type_members > 1) {
+    // The event was reclassified after a partialResult was read as text only: read the line again, building it.
+    ev_.reset();
+    if (!arena_.empty()) arena_.clear();
+    deferred_partial_ = {};
+    deferred_message_ = {};
+    partial_text_allowed_ = false;
+    const error_code again = parse_ondemand(line.size());
+    partial_text_allowed_ = true;
+    return again;
+  }
+  return e;
+}
+
+error_code pi_event_parser::parse_ondemand(std::size_t size) {
   od::document doc;
-  if (auto e = parser_.iterate(buffer_.get(), line.size(), capacity_).get(doc)) return e;
+  if (auto e = parser_.iterate(buffer_.get(), size, capacity_).get(doc)) return e;
   od::object root;
   if (auto e = doc.get_object().get(root)) return e;
   if (auto e = parse_root(root)) return e;
@@ -464,6 +484,7 @@ error_code pi_event_parser::parse_root(od::object root) {
       if (auto e = get_string(v, t, arena_)) return e;  // `type` must be a string
       ev.kind = classify_event(t);
       ev.has_type = true;
+      ++ev.type_members;
       continue;
     }
     if (ev.has_type && ev.kind == event_kind::message_update) {
@@ -536,6 +557,12 @@ error_code pi_event_parser::parse_root(od::object root) {
       if (any || k == event_kind::tool_execution_update || k == event_kind::tool_execution_end ||
           k == event_kind::compaction_end) {
         if (k == event_kind::compaction_end) continue;
+        if (k == event_kind::tool_execution_update && partial_text_allowed_) {
+          // Only its text is mapped (tool.update output): no DOM of the (cumulative, often large) partial result.
+          if (auto e = tool_result_text(v, ev.partial_text, arena_)) return e;
+          ev.has_partial_text = true;
+          continue;
+        }
         if (auto e = opt_json(v, ev.result, arena_, ev.has_result)) return e;
       }
     } else if (key == "isError") {

@@ -128,6 +128,10 @@ struct x_event {
   nlohmann::json args;
   bool has_result = false;  // `result` (end) or `partialResult` (update)
   nlohmann::json result;
+  // tool_execution_update (its `type` read first, once): the text of partialResult, read without building `result`
+  // (see tool_result_text). When set, it is the last result the line carried. Capacity is reused across lines.
+  bool has_partial_text = false;
+  std::string partial_text;
   bool is_error = false;
 
   // agent_end / agent_settled / auto_retry_* / compaction_* / extension_error
@@ -140,6 +144,8 @@ struct x_event {
 
   /// Only the message_update fields may be set (lets reset() skip the rest on the hot path).
   bool only_update_fields = false;
+  /// How many `type` members the line had (a second one reclassifies the event).
+  int type_members = 0;
 
   void reset();
   [[nodiscard]] bool needs_snapshot() const noexcept;
@@ -164,6 +170,7 @@ class pi_event_parser {
   void reserve_buffer(std::size_t needed);
   [[nodiscard]] bool valid_utf8(const char* p, std::size_t n) const noexcept;
 
+  simdjson::error_code parse_ondemand(std::size_t size);
   simdjson::error_code parse_root(od::object root);
   simdjson::error_code parse_update(od::value v);
   simdjson::error_code parse_message(od::value v, x_message& m, bool snapshot_only);
@@ -200,6 +207,7 @@ class pi_event_parser {
   std::size_t capacity_ = 0;
   string_arena arena_;
   x_event ev_;
+  bool partial_text_allowed_ = true;  // off while re-reading a line whose `type` changed after a partialResult
 };
 
 }  // namespace agenthost::mapper::detail

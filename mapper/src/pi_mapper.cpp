@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <regex>
 #include <string>
 #include <unordered_map>
@@ -120,6 +121,12 @@ struct usage_total {
   }
 };
 
+/// Transparent hash: tool calls are looked up by the event's string_view without building a std::string.
+struct string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 struct block_state {
   block_kind kind = block_kind::other;
   std::string text;       // text: what pi streamed for this block; thinking: the thinking so far
@@ -171,7 +178,7 @@ struct pi_mapper::impl {
   std::vector<std::string> pending_thoughts;
 
   // tool calls
-  std::unordered_map<std::string, tool_state> tools;
+  std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>> tools;  // lookups by string_view
   std::vector<std::string> tool_order;  // call order, for closing at finish()
 
   // run outcome
@@ -524,30 +531,32 @@ struct pi_mapper::impl {
     tool_order.emplace_back(id);
   }
 
-  void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, const json& partial) {
-    auto it = tools.find(std::string(id));
+  void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, std::string_view output) {
+    auto it = tools.find(id);
     if (it == tools.end() || !it->second.called) {
       ensure_call(out, id, name, nullptr, true);
-      it = tools.find(std::string(id));
+      it = tools.find(id);
     }
     tool_state& t = it->second;
     if (t.closed) return;
-    std::string output = result_text(partial);
     if (output == t.last_output) return;  // partialResult is cumulative: only changes are reported
-    t.last_output = output;
-    emit(out, message_type::tool_update,
-         json{{"tool_call_id", std::string(id)},
-              {"name", name.empty() ? t.name : std::string(name)},
-              {"output", std::move(output)}});
+    t.last_output.assign(output);
+    // Built in place, members in key order (an initializer list would copy the output twice more).
+    static const std::string kName = "name", kOutput = "output", kToolCallId = "tool_call_id";
+    message& m = out.emplace_back(message_type::tool_update, json(json::value_t::object));
+    auto& object = m.content.get_ref<json::object_t&>();
+    object.emplace_hint(object.end(), kName, name.empty() ? std::string_view(t.name) : name);
+    object.emplace_hint(object.end(), kOutput, output);
+    object.emplace_hint(object.end(), kToolCallId, id);
   }
 
   void close_call(std::vector<message>& out, std::string_view id, std::string_view name, const json& result,
                   bool is_error) {
-    auto it = tools.find(std::string(id));
+    auto it = tools.find(id);
     if (it != tools.end() && it->second.closed) return;
     if (it == tools.end() || !it->second.called) {
       ensure_call(out, id, name, nullptr, true);  // a result before its call
-      it = tools.find(std::string(id));
+      it = tools.find(id);
     }
     tool_state& t = it->second;
     t.closed = true;
@@ -655,7 +664,11 @@ struct pi_mapper::impl {
         ensure_call(out, ev.tool_call_id, ev.tool_name, ev.has_args ? &ev.args : nullptr, false);
         break;
       case event_kind::tool_execution_update:
-        tool_update(out, ev.tool_call_id, ev.tool_name, ev.has_result ? ev.result : json::object());
+        if (ev.has_partial_text) {
+          tool_update(out, ev.tool_call_id, ev.tool_name, ev.partial_text);
+        } else {
+          tool_update(out, ev.tool_call_id, ev.tool_name, result_text(ev.has_result ? ev.result : json::object()));
+        }
         break;
       case event_kind::tool_execution_end:
         close_call(out, ev.tool_call_id, ev.tool_name, ev.has_result ? ev.result : json::object(), ev.is_error);

@@ -83,6 +83,22 @@ inline const char* scan_string(const char* p, const char* end, const char*& body
   return nullptr;
 }
 
+/// The first '"' or '\\' at or after `p`, in a buffer where one is known to come and that stays readable for at least
+/// 15 bytes past it (a simdjson-padded document: the strings were validated by stage 1).
+inline const char* find_quote_or_backslash_padded(const char* p) noexcept {
+#if defined(__SSE2__)
+  for (;; p += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const auto mask = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')))));
+    if (mask != 0) return p + __builtin_ctz(mask);
+  }
+#else
+  while (*p != '"' && *p != '\\') ++p;
+  return p;
+#endif
+}
+
 /// True when [p, p + n) has no byte >= 0x80 (then it is valid UTF-8).
 inline bool is_ascii(const char* p, std::size_t n) noexcept {
   const char* end = p + n;
