@@ -348,6 +348,43 @@ constexpr std::size_t kMaxMemoPrefix = 4096;
 
 }  // namespace
 
+// A line whose `type` (its first member) names an event the mapper does not map: parse_root skips everything after
+// `type`, so only the line's validity matters (strict here, a subset of what the On-Demand path accepts).
+bool pi_event_parser::parse_fast_ignored(std::string_view line) {
+  static constexpr std::string_view kTypeKey = R"({"type":)";
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  if (line.size() <= kTypeKey.size() || std::memcmp(begin, kTypeKey.data(), kTypeKey.size()) != 0 ||
+      begin[kTypeKey.size()] != '"') {
+    return false;
+  }
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* p = raw::scan_string(begin + kTypeKey.size(), end, body_end, escaped);
+  if (p == nullptr || escaped) return false;
+  const char* type_begin = begin + kTypeKey.size() + 1;
+  if (classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin))) !=
+      event_kind::unknown) {
+    return false;  // an event that is mapped: its fields are read by the On-Demand path
+  }
+  if (!valid_utf8(begin, line.size())) return false;
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    if (key == "type") return false;  // a second `type` reclassifies the event
+    p = raw::skip_value(p, end);
+    if (p == nullptr) return false;
+  }
+  if (raw::skip_ws(p, end) != end) return false;
+  ev_.kind = event_kind::unknown;
+  ev_.has_type = true;
+  ev_.type_members = 1;
+  return true;
+}
+
 // Members of assistantMessageEvent (parse_update's rules); `p` is at the value of member `key`.
 const char* pi_event_parser::fast_update_members(const char* p, const char* end, std::string_view key,
                                                  const char* line_begin, bool record_cut) {
@@ -408,14 +445,16 @@ bool pi_event_parser::parse_fast(std::string_view line) {
     ev.update = memo_.update;
     ev.content_index = memo_.content_index;
     p = fast_update_members(begin + memo_prefix_.size(), end, "delta", begin, false);
-  } else {
-    if (line.size() < kPrefix.size() || std::memcmp(begin, kPrefix.data(), kPrefix.size()) != 0) return false;
+  } else if (line.size() >= kPrefix.size() && std::memcmp(begin, kPrefix.data(), kPrefix.size()) == 0) {
     if (!valid_utf8(begin, line.size())) return false;
     p = begin + kPrefix.size();
+  } else {
+    return parse_fast_ignored(line);
   }
   if (p == nullptr) return false;
   ev.kind = event_kind::message_update;
   ev.has_type = true;
+  ev.type_members = 1;
   bool seen_update = resume;
 
   // Root members after `type` (parse_root's hot branch).
@@ -508,11 +547,11 @@ error_code pi_event_parser::parse_root(od::object root) {
       }
       continue;
     }
+    if (ev.has_type && ev.kind == event_kind::unknown) continue;  // an event we do not map: skip its fields
     ev.only_update_fields = false;  // a field of another kind of event may be set below
     // Before `type` is known (pi always writes it first) every field is read as if it could matter.
     const bool any = !ev.has_type;
     const event_kind k = ev.kind;
-    if (ev.has_type && k == event_kind::unknown) continue;  // an event we do not map: skip its fields
 
     if (key == "assistantMessageEvent") {
       if (any || k == event_kind::message_update) {

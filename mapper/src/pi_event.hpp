@@ -164,6 +164,7 @@ class pi_event_parser {
   // Fast path for message_update lines (pi's per-token event): a strict byte-level scan that either produces the
   // exact event the On-Demand path would produce, or gives up (false) and leaves the line to it. See parse_fast().
   bool parse_fast(std::string_view line);
+  bool parse_fast_ignored(std::string_view line);
   const char* fast_update_members(const char* p, const char* end, std::string_view key, const char* line_begin,
                                   bool record_cut);
   const char* fast_string(const char* p, const char* end, std::string_view& out);
