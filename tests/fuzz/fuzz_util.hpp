@@ -24,6 +24,7 @@ class byte_reader {
     return v;
   }
   std::string_view rest() { return take(size_ - pos_); }
+  [[nodiscard]] std::size_t remaining() const { return size_ - pos_; }
 
  private:
   const std::uint8_t* data_;

@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:?usage: make_seeds.sh OUTDIR}
 fixtures=("$root"/fixtures/pi/*.jsonl "$root"/fixtures/pi/synthetic/*.jsonl)
 
-for t in fuzz_line_framer fuzz_pi_mapper fuzz_cli_options fuzz_message_json; do
+for t in fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json; do
   rm -rf "${out:?}/$t"
   mkdir -p "$out/$t"
 done
@@ -56,6 +56,13 @@ hostile | seed fuzz_line_framer hostile-b '\x80\x10\x00\x00' -
 hostile | seed fuzz_pi_mapper hostile '\x00\x00' -
 printf '\x01{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"x"}}\n' |
   seed fuzz_pi_mapper oversize '\x00\x00' -
+
+# pi events (opcodes of fuzz_pi_events.cpp): a text turn, and a tool turn; plus one byte per opcode.
+printf '\x00\x00\x00\x00\x01\x04\x06\x08\x00\x09\x00\x03\x0a\x00\x0b\x12\x01\x00\x03\x00\x00\x05\x05\x0a\x02\x02\x03\x00' \
+  > "$out/fuzz_pi_events/text-turn"
+printf '\x01\x00\x00\x00\x01\x04\x06\x0e\x00\x00\x00\x10\x00\x00\x00\x03\x14\x00\x00\x00\x03\x14\x00\x00\x02\x03\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x04\x06\x09\x00\x04\x12\x01\x00\x04\x00\x00\x01\x01\x02\x02\x02\x03\x00' \
+  > "$out/fuzz_pi_events/tool-turn"
+for ((op = 0; op < 24; op++)); do printf "\\x00\\x00\\x$(printf %02x $op)" > "$out/fuzz_pi_events/op$op"; done
 
 # CLI: command lines from README.md and the usage text, NUL-separated.
 cli() { local name=$1; shift; printf '%s\0' "$@" | head -c -1 > "$out/fuzz_cli_options/$name"; }

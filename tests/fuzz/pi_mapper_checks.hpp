@@ -1,0 +1,140 @@
+// Shared by the pi mapper fuzz targets (fuzz_pi_mapper: raw lines; fuzz_pi_events: generated event sequences): the
+// mapper options and run end taken from two input bytes, the feeding, and every property checked on the output.
+#pragma once
+
+#include "fuzz_util.hpp"
+
+#include <agenthost/mapper/pi_mapper.hpp>
+#include <agenthost/transport/contract_checker.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agenthost::fuzz {
+
+using mapper::pi_mapper;
+using mapper::pi_mapper_options;
+using mapper::run_end;
+using mapper::thinking_mode;
+using transport::message;
+
+inline run_end make_end(std::uint8_t b) {
+  switch (b % 9) {
+    case 0: return {.status = process::exited{0}};
+    case 1: return {.status = process::exited{1 + b / 9}};
+    case 2: return {.status = process::signaled{9, false}};
+    case 3: return {.status = process::signaled{15, true}, .stderr_tail = "Error: boom\nlast line"};
+    case 4: return {.cancelled = true};
+    case 5: return {.timeout = std::string(b & 0x10 ? "idle" : "deadline")};
+    case 6: return {.status = process::signaled{15, false}, .stopped_after_finish = true};
+    case 7: return {.status = process::unknown_status{}};
+    default: {  // no status at all, and a stderr tail that is not UTF-8
+      static constexpr char tail[] = "\xff\xfe not utf-8 \xc3";
+      return {.stderr_tail = std::string(tail, sizeof tail - 1)};
+    }
+  }
+}
+
+// Known bug KB-MAPPER-1 (reported; tests/hardening DISABLED_EventsOfACallClosedInAnEarlierTurnKeepTheContract):
+// impl::prune_tools() forgets closed calls at every turn_end, so a later event for such a call (its announcement, a
+// repeated result) opens it again — "duplicate tool.call", "closed twice", "after the call … closed". Unless
+// AGENTHOST_FUZZ_STRICT=1, a violation of one of these kinds is tolerated when its call had been closed (tool.completed
+// or tool.failed) earlier in the run; every other violation still fails.
+inline bool known_bug_mapper_1(const std::vector<message>& out, const std::string& v) {
+  if (agenthost::fuzz::strict()) return false;
+  const bool kind = v.find("duplicate tool.call for `") != std::string::npos ||
+                    v.find("closed twice") != std::string::npos || v.find("after the call `") != std::string::npos;
+  const auto open = v.find('`'), close = v.rfind('`');
+  if (!kind || v.empty() || v[0] != '#' || open == std::string::npos || close <= open) return false;
+  const std::string id = v.substr(open + 1, close - open - 1);
+  const std::size_t index = std::strtoul(v.c_str() + 1, nullptr, 10);
+  for (std::size_t i = 0; i < index && i < out.size(); ++i) {
+    const auto& m = out[i];
+    if ((m.type == agenthost::transport::message_type::tool_completed ||
+         m.type == agenthost::transport::message_type::tool_failed) &&
+        m.content.value("tool_call_id", std::string()) == id)
+      return true;
+  }
+  return false;
+}
+
+inline void check_output(const std::vector<message>& out, const pi_mapper_options& o, const pi_mapper& mapper,
+                  std::size_t lines_fed) {
+  auto violations = agenthost::transport::check_run(out);
+  std::erase_if(violations, [&](const std::string& v) { return known_bug_mapper_1(out, v); });
+  if (!violations.empty()) {
+    std::string all;
+    for (const auto& v : violations) all += "\n  " + v;
+    std::string run;
+    for (const auto& m : out) run += "\n  " + m.to_json_line().substr(0, 300);
+    agenthost::fuzz::fail("contract violated:" + all + "\nrun:" + run);
+  }
+  AGENTHOST_FUZZ_CHECK(mapper.stats().lines == lines_fed, "stats().lines does not count every line");
+  const message& terminal = out.back();
+  if (auto it = terminal.content.find("invalid_output_lines"); it != terminal.content.end()) {
+    AGENTHOST_FUZZ_CHECK(it->is_array(), "invalid_output_lines is not an array");
+    AGENTHOST_FUZZ_CHECK(it->size() <= o.max_invalid_lines, "more invalid_output_lines than max_invalid_lines");
+    for (const auto& l : *it) {
+      AGENTHOST_FUZZ_CHECK(l.is_string(), "an invalid output line is not a string");
+      AGENTHOST_FUZZ_CHECK(l.get_ref<const std::string&>().size() <= o.max_invalid_line_bytes + 3,
+                           "an invalid output line is longer than max_invalid_line_bytes + \"…\"");
+    }
+    if (!it->empty()) {
+      const auto count = terminal.content.find("invalid_output_line_count");
+      AGENTHOST_FUZZ_CHECK(count != terminal.content.end() && count->is_number_unsigned() &&
+                               count->get<std::size_t>() >= it->size(),
+                           "invalid_output_line_count missing or below the number of lines kept");
+    }
+  }
+  for (const auto& m : out) {
+    const std::string line = m.to_json_line();
+    const auto back = message::from_json_line(line);
+    AGENTHOST_FUZZ_CHECK(back.has_value(), "a message's own JSON line does not parse back: " + line.substr(0, 300));
+    AGENTHOST_FUZZ_CHECK(back->to_json_line() == line, "serialization is not stable: " + line.substr(0, 300));
+  }
+}
+
+inline pi_mapper_options make_options(std::uint8_t flags) {
+  pi_mapper_options o;
+  o.thinking = (flags & 1) != 0 ? thinking_mode::stream : thinking_mode::buffered;
+  o.dedupe_replayed_text = (flags & 2) == 0;
+  if ((flags & 4) != 0) o.requested_session_id = (flags & 8) != 0 ? "01a228a3-d083-76d7-a9f9-b93789e48028" : "other";
+  if ((flags & 16) != 0) {
+    o.max_invalid_lines = flags >> 6;  // 0..3
+    o.max_invalid_line_bytes = (flags >> 5) & 7;
+  }
+  return o;
+}
+
+/// Feeds `lines` (a line starting with 0x01 goes to on_oversize_line), finishes with `end`, checks every property.
+inline void map_and_check(const pi_mapper_options& o, const run_end& end, const std::vector<std::string_view>& lines) {
+  pi_mapper mapper(o);
+  std::vector<message> out;
+  for (const std::string_view l : lines) {
+    if (!l.empty() && l[0] == '\x01') {
+      mapper.on_oversize_line(l.substr(1), l.size() + (std::size_t{64} << 20), out);
+    } else {
+      mapper.on_line(l, out);
+    }
+    (void)mapper.agent_finished();
+  }
+  mapper.finish(end, out);
+  if (const char* dump = std::getenv("AGENTHOST_FUZZ_DUMP"); dump != nullptr && dump[0] == '1') {  // triage aid
+    for (const auto l : lines) std::fprintf(stderr, "< %s\n", std::string(l).c_str());
+    for (const auto& m : out) std::fprintf(stderr, "> %s\n", m.to_json_line().c_str());
+  }
+  check_output(out, o, mapper, lines.size());
+
+  const std::size_t n = out.size();
+  mapper.finish(end, out);
+  AGENTHOST_FUZZ_CHECK(out.size() == n, "a second finish() appended messages");
+  mapper.on_line(R"({"type":"agent_start"})", out);
+  mapper.on_line("not json", out);
+  mapper.on_oversize_line("x", 1 << 30, out);
+  AGENTHOST_FUZZ_CHECK(out.size() == n, "lines after finish() produced messages");
+}
+
+}  // namespace agenthost::fuzz
