@@ -4,6 +4,7 @@
 #include "raw_scan.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 namespace agenthost::mapper::detail {
 namespace {
@@ -23,44 +24,46 @@ bool hex4(std::string_view s, std::size_t at, std::uint32_t& out) {
   return true;
 }
 
-/// The body of a JSON string (between its quotes) unescaped through `put(char)`; lone UTF-16 surrogates become
-/// U+FFFD. False on a malformed escape sequence.
-template <class Put>
-bool unescape_body(std::string_view body, Put&& put) {
+/// The body of a JSON string (between its quotes) unescaped into `sink` (put(char), run(const char*, size)); lone
+/// UTF-16 surrogates become U+FFFD. False on a malformed escape sequence. Runs without escapes are copied whole.
+template <class Sink>
+bool unescape_body(std::string_view body, Sink& sink) {
   constexpr std::uint32_t kReplacement = 0xFFFD;
-  const auto put_utf8 = [&put](std::uint32_t cp) {
+  const auto put_utf8 = [&sink](std::uint32_t cp) {
     if (cp < 0x80) {
-      put(static_cast<char>(cp));
+      sink.put(static_cast<char>(cp));
     } else if (cp < 0x800) {
-      put(static_cast<char>(0xC0 | (cp >> 6)));
-      put(static_cast<char>(0x80 | (cp & 0x3F)));
+      sink.put(static_cast<char>(0xC0 | (cp >> 6)));
+      sink.put(static_cast<char>(0x80 | (cp & 0x3F)));
     } else if (cp < 0x10000) {
-      put(static_cast<char>(0xE0 | (cp >> 12)));
-      put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      put(static_cast<char>(0x80 | (cp & 0x3F)));
+      sink.put(static_cast<char>(0xE0 | (cp >> 12)));
+      sink.put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      sink.put(static_cast<char>(0x80 | (cp & 0x3F)));
     } else {
-      put(static_cast<char>(0xF0 | (cp >> 18)));
-      put(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      put(static_cast<char>(0x80 | (cp & 0x3F)));
+      sink.put(static_cast<char>(0xF0 | (cp >> 18)));
+      sink.put(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      sink.put(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      sink.put(static_cast<char>(0x80 | (cp & 0x3F)));
     }
   };
-  for (std::size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (c != '\\') {
-      put(c);
-      continue;
-    }
-    if (++i >= body.size()) return false;
+  std::size_t i = 0;
+  while (i < body.size()) {
+    const void* backslash = std::memchr(body.data() + i, '\\', body.size() - i);
+    const std::size_t stop =
+        backslash == nullptr ? body.size() : static_cast<std::size_t>(static_cast<const char*>(backslash) - body.data());
+    if (stop > i) sink.run(body.data() + i, stop - i);
+    if (stop == body.size()) break;
+    i = stop + 1;  // the escaped character
+    if (i >= body.size()) return false;
     switch (body[i]) {
-      case '"': put('"'); break;
-      case '\\': put('\\'); break;
-      case '/': put('/'); break;
-      case 'b': put('\b'); break;
-      case 'f': put('\f'); break;
-      case 'n': put('\n'); break;
-      case 'r': put('\r'); break;
-      case 't': put('\t'); break;
+      case '"': sink.put('"'); break;
+      case '\\': sink.put('\\'); break;
+      case '/': sink.put('/'); break;
+      case 'b': sink.put('\b'); break;
+      case 'f': sink.put('\f'); break;
+      case 'n': sink.put('\n'); break;
+      case 'r': sink.put('\r'); break;
+      case 't': sink.put('\t'); break;
       case 'u': {
         std::uint32_t cp = 0;
         if (!hex4(body, i + 1, cp)) return false;
@@ -84,9 +87,25 @@ bool unescape_body(std::string_view body, Put&& put) {
       default:
         return false;
     }
+    ++i;
   }
   return true;
 }
+
+struct string_sink {
+  std::string& s;
+  void put(char c) { s += c; }
+  void run(const char* p, std::size_t n) { s.append(p, n); }
+};
+
+struct pointer_sink {
+  char*& d;
+  void put(char c) noexcept { *d++ = c; }
+  void run(const char* p, std::size_t n) noexcept {
+    std::memcpy(d, p, n);
+    d += n;
+  }
+};
 
 }  // namespace
 
@@ -99,11 +118,18 @@ bool lenient_unescape(std::string_view raw, std::string& out) {
   const std::string_view body = raw.substr(1, end - 2);
   out.clear();
   out.reserve(body.size());
-  return unescape_body(body, [&out](char c) { out += c; });
+  string_sink sink{out};
+  return unescape_body(body, sink);
 }
 
 char* lenient_unescape_to(std::string_view body, char* dst) noexcept {
-  return unescape_body(body, [&dst](char c) { *dst++ = c; }) ? dst : nullptr;
+  pointer_sink sink{dst};
+  return unescape_body(body, sink) ? dst : nullptr;
+}
+
+bool lenient_unescape_append(std::string_view body, std::string& out) {
+  string_sink sink{out};
+  return unescape_body(body, sink);
 }
 
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept {

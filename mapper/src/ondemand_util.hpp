@@ -38,6 +38,9 @@ bool lenient_unescape(std::string_view raw, std::string& out);
 /// unescaped string is never longer than its body). Returns the end of the output, or nullptr on a malformed escape.
 char* lenient_unescape_to(std::string_view body, char* dst) noexcept;
 
+/// The same, appended to `out` (on failure `out` holds a partial result).
+bool lenient_unescape_append(std::string_view body, std::string& out);
+
 /// Read a string value; falls back to lenient_unescape when simdjson rejects an escape sequence.
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept;
 

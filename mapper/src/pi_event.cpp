@@ -348,6 +348,157 @@ constexpr std::size_t kMaxMemoPrefix = 4096;
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kToolUpdatePrefix = R"({"type":"tool_execution_update")";
+
+/// A string body equals "text" (after unescaping when it has escapes).
+bool body_is_text(const char* body, const char* body_end, bool escaped) {
+  const std::string_view raw(body, static_cast<std::size_t>(body_end - body));
+  if (!escaped) return raw == "text";
+  std::string unescaped;
+  return lenient_unescape_append(raw, unescaped) && unescaped == "text";
+}
+
+/// Appends a string body, unescaped; false on a malformed escape.
+bool append_body(const char* body, const char* body_end, bool escaped, std::string& out) {
+  const std::string_view raw(body, static_cast<std::size_t>(body_end - body));
+  if (!escaped) {
+    out.append(raw);
+    return true;
+  }
+  return lenient_unescape_append(raw, out);
+}
+
+}  // namespace
+
+// tool_execution_update (pi's cumulative tool output, one line per update): the fields parse_root reads for it —
+// toolCallId, toolName and the text of partialResult/result (tool_result_text's rules, which mirror result_text of the
+// converted value) — with every value validated at least as strictly as to_json() would (validate_value). Any other
+// member, an escaped key or an unusual value → false (the On-Demand path decides).
+bool pi_event_parser::parse_fast_tool_update(std::string_view line) {
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  if (!valid_utf8(begin, line.size())) return false;
+  x_event& ev = ev_;
+  ev.only_update_fields = false;  // fields outside message_update are set below
+  const char* p = begin + kToolUpdatePrefix.size();
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    if (key == "toolCallId") {
+      p = fast_string(p, end, ev.tool_call_id);
+    } else if (key == "toolName") {
+      p = fast_string(p, end, ev.tool_name);
+    } else if (key == "args") {
+      p = raw::skip_value(p, end);  // read for tool_execution_start only
+    } else if (key == "partialResult" || key == "result") {
+      p = fast_tool_result(p, end);
+      ev.has_partial_text = true;
+    } else {
+      return false;
+    }
+    if (p == nullptr) return false;
+  }
+  if (raw::skip_ws(p, end) != end) return false;
+  ev.kind = event_kind::tool_execution_update;
+  ev.has_type = true;
+  ev.type_members = 1;
+  return true;
+}
+
+// The result value at `p` (conversion depth 0): its text into ev_.partial_text.
+const char* pi_event_parser::fast_tool_result(const char* p, const char* end) {
+  ev_.partial_text.clear();
+  if (p >= end || *p != '{') return fast_content_text(p, end, 0);
+  p = raw::skip_ws(p + 1, end);
+  if (p < end && *p == '}') return p + 1;
+  std::string_view key;
+  p = fast_key(p, end, key);
+  for (;;) {
+    if (p == nullptr) return nullptr;
+    if (key == "content") {
+      p = fast_content_text(p, end, 1);  // the last `content` wins
+    } else {
+      p = raw::validate_value(p, end, 1);
+    }
+    if (p == nullptr) return nullptr;
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr || done) return p;
+  }
+}
+
+// A `content` value: a string as is, an array's text items joined with '\n', anything else "" (validated).
+const char* pi_event_parser::fast_content_text(const char* p, const char* end, int depth) {
+  std::string& text = ev_.partial_text;
+  text.clear();
+  if (p >= end) return nullptr;
+  if (*p == '"') {
+    const char* body_end = nullptr;
+    bool escaped = false;
+    const char* next = raw::scan_string(p, end, body_end, escaped);
+    if (next == nullptr || !append_body(p + 1, body_end, escaped, text)) return nullptr;
+    return next;
+  }
+  if (*p != '[') return raw::validate_value(p, end, depth);
+  p = raw::skip_ws(p + 1, end);
+  if (p < end && *p == ']') return p + 1;
+  bool first = true;
+  for (;;) {
+    p = fast_content_item(p, end, depth + 1, first);
+    if (p == nullptr) return nullptr;
+    p = raw::skip_ws(p, end);
+    if (p >= end) return nullptr;
+    if (*p == ']') return p + 1;
+    if (*p != ',') return nullptr;
+    p = raw::skip_ws(p + 1, end);
+  }
+}
+
+// One item of a content array: appended when its last `type` is the string "text" and its last `text` a string.
+const char* pi_event_parser::fast_content_item(const char* p, const char* end, int depth, bool& first) {
+  if (p >= end || *p != '{') return raw::validate_value(p, end, depth);
+  p = raw::skip_ws(p + 1, end);
+  if (p < end && *p == '}') return p + 1;
+  const char *type_body = nullptr, *type_end = nullptr, *text_body = nullptr, *text_end = nullptr;
+  bool type_escaped = false, text_escaped = false;
+  std::string_view key;
+  p = fast_key(p, end, key);
+  for (;;) {
+    if (p == nullptr) return nullptr;
+    const bool is_type = key == "type", is_text = key == "text";
+    if ((is_type || is_text) && p < end && *p == '"') {
+      const char* body_end = nullptr;
+      bool escaped = false;
+      const char* next = raw::scan_string(p, end, body_end, escaped);
+      if (next == nullptr || (escaped && !raw::escapes_valid(p + 1, body_end))) return nullptr;
+      (is_type ? type_body : text_body) = p + 1;
+      (is_type ? type_end : text_end) = body_end;
+      (is_type ? type_escaped : text_escaped) = escaped;
+      p = next;
+    } else {
+      if (is_type) type_body = nullptr;  // a later non-string value replaces an earlier string
+      if (is_text) text_body = nullptr;
+      p = raw::validate_value(p, end, depth + 1);
+    }
+    if (p == nullptr) return nullptr;
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return nullptr;
+    if (done) break;
+  }
+  if (type_body != nullptr && text_body != nullptr && body_is_text(type_body, type_end, type_escaped)) {
+    if (!first) ev_.partial_text += '\n';
+    if (!append_body(text_body, text_end, text_escaped, ev_.partial_text)) return nullptr;
+    first = false;
+  }
+  return p;
+}
+
 // A line whose `type` (its first member) names an event the mapper does not map: parse_root skips everything after
 // `type`, so only the line's validity matters (strict here, a subset of what the On-Demand path accepts).
 bool pi_event_parser::parse_fast_ignored(std::string_view line) {
@@ -448,6 +599,9 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   } else if (line.size() >= kPrefix.size() && std::memcmp(begin, kPrefix.data(), kPrefix.size()) == 0) {
     if (!valid_utf8(begin, line.size())) return false;
     p = begin + kPrefix.size();
+  } else if (line.size() >= kToolUpdatePrefix.size() &&
+             std::memcmp(begin, kToolUpdatePrefix.data(), kToolUpdatePrefix.size()) == 0) {
+    return parse_fast_tool_update(line);
   } else {
     return parse_fast_ignored(line);
   }

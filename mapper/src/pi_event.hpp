@@ -165,6 +165,10 @@ class pi_event_parser {
   // exact event the On-Demand path would produce, or gives up (false) and leaves the line to it. See parse_fast().
   bool parse_fast(std::string_view line);
   bool parse_fast_ignored(std::string_view line);
+  bool parse_fast_tool_update(std::string_view line);
+  const char* fast_tool_result(const char* p, const char* end);
+  const char* fast_content_text(const char* p, const char* end, int depth);
+  const char* fast_content_item(const char* p, const char* end, int depth, bool& first);
   const char* fast_update_members(const char* p, const char* end, std::string_view key, const char* line_begin,
                                   bool record_cut);
   const char* fast_string(const char* p, const char* end, std::string_view& out);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -165,6 +166,101 @@ inline const char* skip_value(const char* p, const char* end, int depth = 0) noe
       const char* start = p;
       while (p < end && is_scalar_char(*p)) ++p;
       return p == start ? nullptr : p;
+    }
+  }
+}
+
+inline bool is_delimiter(char c) noexcept { return is_ws(c) || c == ',' || c == '}' || c == ']'; }
+
+inline bool is_hex(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/// True when every escape sequence of a string body is one the lenient unescaper accepts (\" \\ \/ \b \f \n \r \t,
+/// \u + 4 hex digits; lone surrogates are accepted, they become U+FFFD).
+inline bool escapes_valid(const char* p, const char* end) noexcept {
+  for (;;) {
+    p = static_cast<const char*>(std::memchr(p, '\\', static_cast<std::size_t>(end - p)));
+    if (p == nullptr) return true;
+    if (end - p < 2) return false;
+    switch (p[1]) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        p += 2;
+        break;
+      case 'u':
+        if (end - p < 6 || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5])) return false;
+        p += 6;
+        break;
+      default:
+        return false;
+    }
+  }
+}
+
+/// A value that nlohmann-style full conversion (to_json in ondemand_util) certainly accepts, at `p`: strings with
+/// valid escapes, objects with keys without escapes, arrays, true/false/null, and numbers of the form
+/// -?(0|[1-9][0-9]{0,17})(.[0-9]{1,17})? followed by a delimiter. Returns the position after it, or nullptr for
+/// anything else (also deeper than kMaxSkipDepth below `depth`).
+inline const char* validate_value(const char* p, const char* end, int depth) noexcept {
+  if (p >= end || depth > kMaxSkipDepth) return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const auto literal = [&](std::string_view word) -> const char* {
+    if (static_cast<std::size_t>(end - p) < word.size() || std::memcmp(p, word.data(), word.size()) != 0) return nullptr;
+    const char* q = p + word.size();
+    return q < end && !is_delimiter(*q) ? nullptr : q;
+  };
+  switch (*p) {
+    case '"': {
+      const char* next = scan_string(p, end, body_end, escaped);
+      if (next == nullptr || (escaped && !escapes_valid(p + 1, body_end))) return nullptr;
+      return next;
+    }
+    case '{': {
+      p = skip_ws(p + 1, end);
+      if (p < end && *p == '}') return p + 1;
+      for (;;) {
+        if (p >= end || *p != '"') return nullptr;
+        p = scan_string(p, end, body_end, escaped);
+        if (p == nullptr || escaped) return nullptr;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':') return nullptr;
+        p = validate_value(skip_ws(p + 1, end), end, depth + 1);
+        if (p == nullptr) return nullptr;
+        p = skip_ws(p, end);
+        if (p >= end) return nullptr;
+        if (*p == '}') return p + 1;
+        if (*p != ',') return nullptr;
+        p = skip_ws(p + 1, end);
+      }
+    }
+    case '[': {
+      p = skip_ws(p + 1, end);
+      if (p < end && *p == ']') return p + 1;
+      for (;;) {
+        p = validate_value(p, end, depth + 1);
+        if (p == nullptr) return nullptr;
+        p = skip_ws(p, end);
+        if (p >= end) return nullptr;
+        if (*p == ']') return p + 1;
+        if (*p != ',') return nullptr;
+        p = skip_ws(p + 1, end);
+      }
+    }
+    case 't': return literal("true");
+    case 'f': return literal("false");
+    case 'n': return literal("null");
+    default: {
+      if (*p == '-') ++p;
+      const char* digits = p;
+      while (p < end && *p >= '0' && *p <= '9') ++p;
+      if (p == digits || p - digits > 18 || (*digits == '0' && p - digits > 1)) return nullptr;
+      if (p < end && *p == '.') {
+        const char* fraction = ++p;
+        while (p < end && *p >= '0' && *p <= '9') ++p;
+        if (p == fraction || p - fraction > 17) return nullptr;
+      }
+      return p < end && !is_delimiter(*p) ? nullptr : p;
     }
   }
 }
