@@ -24,10 +24,10 @@ bool hex4(std::string_view s, std::size_t at, std::uint32_t& out) {
   return true;
 }
 
-/// The body of a JSON string (between its quotes) unescaped into `sink` (put(char), run(const char*, size)); lone
-/// UTF-16 surrogates become U+FFFD. False on a malformed escape sequence. Runs without escapes are copied whole.
+/// One escape sequence: `s[i]` is the character after the backslash. Writes its text to `sink` and leaves `i` on the
+/// last character consumed; lone UTF-16 surrogates become U+FFFD. False when the sequence is malformed.
 template <class Sink>
-bool unescape_body(std::string_view body, Sink& sink) {
+bool decode_escape(std::string_view s, std::size_t& i, Sink& sink) {
   constexpr std::uint32_t kReplacement = 0xFFFD;
   const auto put_utf8 = [&sink](std::uint32_t cp) {
     if (cp < 0x80) {
@@ -46,47 +46,52 @@ bool unescape_body(std::string_view body, Sink& sink) {
       sink.put(static_cast<char>(0x80 | (cp & 0x3F)));
     }
   };
+  switch (s[i]) {
+    case '"': sink.put('"'); return true;
+    case '\\': sink.put('\\'); return true;
+    case '/': sink.put('/'); return true;
+    case 'b': sink.put('\b'); return true;
+    case 'f': sink.put('\f'); return true;
+    case 'n': sink.put('\n'); return true;
+    case 'r': sink.put('\r'); return true;
+    case 't': sink.put('\t'); return true;
+    case 'u': {
+      std::uint32_t cp = 0;
+      if (!hex4(s, i + 1, cp)) return false;
+      i += 4;
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        std::uint32_t low = 0;
+        if (i + 2 < s.size() && s[i + 1] == '\\' && s[i + 2] == 'u' && hex4(s, i + 3, low) && low >= 0xDC00 &&
+            low <= 0xDFFF) {
+          i += 6;
+          put_utf8(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
+        } else {
+          put_utf8(kReplacement);
+        }
+      } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        put_utf8(kReplacement);
+      } else {
+        put_utf8(cp);
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/// The body of a JSON string (between its quotes) unescaped into `sink` (put(char), run(const char*, size)); lone
+/// UTF-16 surrogates become U+FFFD. False on a malformed escape sequence. Runs without escapes are copied whole.
+template <class Sink>
+bool unescape_body(std::string_view body, Sink& sink) {
   std::size_t i = 0;
   while (i < body.size()) {
-    const void* backslash = std::memchr(body.data() + i, '\\', body.size() - i);
-    const std::size_t stop =
-        backslash == nullptr ? body.size() : static_cast<std::size_t>(static_cast<const char*>(backslash) - body.data());
+    const auto stop = static_cast<std::size_t>(
+        raw::find_byte(body.data() + i, body.data() + body.size(), '\\') - body.data());
     if (stop > i) sink.run(body.data() + i, stop - i);
     if (stop == body.size()) break;
     i = stop + 1;  // the escaped character
-    if (i >= body.size()) return false;
-    switch (body[i]) {
-      case '"': sink.put('"'); break;
-      case '\\': sink.put('\\'); break;
-      case '/': sink.put('/'); break;
-      case 'b': sink.put('\b'); break;
-      case 'f': sink.put('\f'); break;
-      case 'n': sink.put('\n'); break;
-      case 'r': sink.put('\r'); break;
-      case 't': sink.put('\t'); break;
-      case 'u': {
-        std::uint32_t cp = 0;
-        if (!hex4(body, i + 1, cp)) return false;
-        i += 4;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          std::uint32_t low = 0;
-          if (i + 2 < body.size() && body[i + 1] == '\\' && body[i + 2] == 'u' && hex4(body, i + 3, low) &&
-              low >= 0xDC00 && low <= 0xDFFF) {
-            i += 6;
-            put_utf8(0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
-          } else {
-            put_utf8(kReplacement);
-          }
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          put_utf8(kReplacement);
-        } else {
-          put_utf8(cp);
-        }
-        break;
-      }
-      default:
-        return false;
-    }
+    if (i >= body.size() || !decode_escape(body, i, sink)) return false;
     ++i;
   }
   return true;
@@ -130,6 +135,24 @@ char* lenient_unescape_to(std::string_view body, char* dst) noexcept {
 bool lenient_unescape_append(std::string_view body, std::string& out) {
   string_sink sink{out};
   return unescape_body(body, sink);
+}
+
+const char* scan_unescape_append(const char* p, const char* end, std::string& out) {
+  string_sink sink{out};
+  ++p;  // opening quote
+  for (;;) {
+    const char* run = p;
+    p = raw::find_string_special(p, end);
+    if (p > run) sink.run(run, static_cast<std::size_t>(p - run));
+    if (p == end) return nullptr;  // not closed
+    if (*p == '"') return p + 1;
+    if (*p != '\\' || end - p < 2 || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;  // control character
+    // The sequence ends inside the string: a quote is neither an escape letter nor a hex digit.
+    const std::string_view rest(p, static_cast<std::size_t>(end - p));
+    std::size_t i = 1;
+    if (!decode_escape(rest, i, sink)) return nullptr;
+    p += i + 1;
+  }
 }
 
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept {

@@ -41,6 +41,11 @@ char* lenient_unescape_to(std::string_view body, char* dst) noexcept;
 /// The same, appended to `out` (on failure `out` holds a partial result).
 bool lenient_unescape_append(std::string_view body, std::string& out);
 
+/// One pass over the string whose opening quote is at `p` (unpadded, [p, end)): checks it as raw::scan_string does
+/// and appends its unescaped text (lenient_unescape rules) to `out`. Returns the position after the closing quote, or
+/// nullptr (not closed, a raw control character, a malformed escape; `out` then holds a partial result).
+const char* scan_unescape_append(const char* p, const char* end, std::string& out);
+
 /// Read a string value; falls back to lenient_unescape when simdjson rejects an escape sequence.
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept;
 

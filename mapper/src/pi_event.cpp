@@ -360,16 +360,6 @@ bool body_is_text(const char* body, const char* body_end, bool escaped) {
   return lenient_unescape_append(raw, unescaped) && unescaped == "text";
 }
 
-/// Appends a string body, unescaped; false on a malformed escape.
-bool append_body(const char* body, const char* body_end, bool escaped, std::string& out) {
-  const std::string_view raw(body, static_cast<std::size_t>(body_end - body));
-  if (!escaped) {
-    out.append(raw);
-    return true;
-  }
-  return lenient_unescape_append(raw, out);
-}
-
 }  // namespace
 
 // tool_execution_update (pi's cumulative tool output, one line per update): the fields parse_root reads for it —
@@ -437,13 +427,7 @@ const char* pi_event_parser::fast_content_text(const char* p, const char* end, i
   std::string& text = ev_.partial_text;
   text.clear();
   if (p >= end) return nullptr;
-  if (*p == '"') {
-    const char* body_end = nullptr;
-    bool escaped = false;
-    const char* next = raw::scan_string(p, end, body_end, escaped);
-    if (next == nullptr || !append_body(p + 1, body_end, escaped, text)) return nullptr;
-    return next;
-  }
+  if (*p == '"') return scan_unescape_append(p, end, text);
   if (*p != '[') return raw::validate_value(p, end, depth);
   p = raw::skip_ws(p + 1, end);
   if (p < end && *p == ']') return p + 1;
@@ -460,29 +444,39 @@ const char* pi_event_parser::fast_content_text(const char* p, const char* end, i
 }
 
 // One item of a content array: appended when its last `type` is the string "text" and its last `text` a string.
+// The text is appended as it is read (one pass) and taken back when the item turns out not to qualify.
 const char* pi_event_parser::fast_content_item(const char* p, const char* end, int depth, bool& first) {
   if (p >= end || *p != '{') return raw::validate_value(p, end, depth);
   p = raw::skip_ws(p + 1, end);
   if (p < end && *p == '}') return p + 1;
-  const char *type_body = nullptr, *type_end = nullptr, *text_body = nullptr, *text_end = nullptr;
-  bool type_escaped = false, text_escaped = false;
+  std::string& text = ev_.partial_text;
+  const std::size_t mark = text.size();  // the text before this item
+  const char *type_body = nullptr, *type_end = nullptr;
+  bool type_escaped = false, has_text = false;
   std::string_view key;
   p = fast_key(p, end, key);
   for (;;) {
     if (p == nullptr) return nullptr;
-    const bool is_type = key == "type", is_text = key == "text";
-    if ((is_type || is_text) && p < end && *p == '"') {
+    if (key == "type" && p < end && *p == '"') {
       const char* body_end = nullptr;
       bool escaped = false;
       const char* next = raw::scan_string(p, end, body_end, escaped);
       if (next == nullptr || (escaped && !raw::escapes_valid(p + 1, body_end))) return nullptr;
-      (is_type ? type_body : text_body) = p + 1;
-      (is_type ? type_end : text_end) = body_end;
-      (is_type ? type_escaped : text_escaped) = escaped;
+      type_body = p + 1;
+      type_end = body_end;
+      type_escaped = escaped;
       p = next;
+    } else if (key == "text" && p < end && *p == '"') {
+      text.resize(mark);  // a later `text` replaces an earlier one
+      if (!first) text += '\n';
+      p = scan_unescape_append(p, end, text);
+      has_text = true;
     } else {
-      if (is_type) type_body = nullptr;  // a later non-string value replaces an earlier string
-      if (is_text) text_body = nullptr;
+      if (key == "type") type_body = nullptr;  // a later non-string value replaces an earlier string
+      if (key == "text") {
+        text.resize(mark);
+        has_text = false;
+      }
       p = raw::validate_value(p, end, depth + 1);
     }
     if (p == nullptr) return nullptr;
@@ -491,10 +485,10 @@ const char* pi_event_parser::fast_content_item(const char* p, const char* end, i
     if (p == nullptr) return nullptr;
     if (done) break;
   }
-  if (type_body != nullptr && text_body != nullptr && body_is_text(type_body, type_end, type_escaped)) {
-    if (!first) ev_.partial_text += '\n';
-    if (!append_body(text_body, text_end, text_escaped, ev_.partial_text)) return nullptr;
+  if (has_text && type_body != nullptr && body_is_text(type_body, type_end, type_escaped)) {
     first = false;
+  } else {
+    text.resize(mark);
   }
   return p;
 }

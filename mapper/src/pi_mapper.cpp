@@ -531,7 +531,9 @@ struct pi_mapper::impl {
     tool_order.emplace_back(id);
   }
 
-  void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, std::string_view output) {
+  /// `owned`, when given, holds `output` and may be taken (swapped with the previous output: no copy).
+  void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, std::string_view output,
+                   std::string* owned = nullptr) {
     auto it = tools.find(id);
     if (it == tools.end() || !it->second.called) {
       ensure_call(out, id, name, nullptr, true);
@@ -540,7 +542,6 @@ struct pi_mapper::impl {
     tool_state& t = it->second;
     if (t.closed) return;
     if (output == t.last_output) return;  // partialResult is cumulative: only changes are reported
-    t.last_output.assign(output);
     // Built in place, members in key order (an initializer list would copy the output twice more).
     static const std::string kName = "name", kOutput = "output", kToolCallId = "tool_call_id";
     message& m = out.emplace_back(message_type::tool_update, json(json::value_t::object));
@@ -548,6 +549,11 @@ struct pi_mapper::impl {
     object.emplace_hint(object.end(), kName, name.empty() ? std::string_view(t.name) : name);
     object.emplace_hint(object.end(), kOutput, output);
     object.emplace_hint(object.end(), kToolCallId, id);
+    if (owned != nullptr) {
+      t.last_output.swap(*owned);
+    } else {
+      t.last_output.assign(output);
+    }
   }
 
   void close_call(std::vector<message>& out, std::string_view id, std::string_view name, const json& result,
@@ -665,7 +671,7 @@ struct pi_mapper::impl {
         break;
       case event_kind::tool_execution_update:
         if (ev.has_partial_text) {
-          tool_update(out, ev.tool_call_id, ev.tool_name, ev.partial_text);
+          tool_update(out, ev.tool_call_id, ev.tool_name, ev.partial_text, &ev.partial_text);
         } else {
           tool_update(out, ev.tool_call_id, ev.tool_name, result_text(ev.has_result ? ev.result : json::object()));
         }

@@ -26,6 +26,9 @@ inline const char* skip_ws(const char* p, const char* end) noexcept {
   return p;
 }
 
+/// The first byte in [p, end) that is '"', '\\' or a control character (< 0x20), or `end`.
+inline const char* find_string_special(const char* p, const char* end) noexcept;
+
 #if defined(__SSE2__)
 /// Bit i set when p[i] is '"', '\\' or a control character (< 0x20); p[0..16) must be readable.
 inline unsigned string_special_mask(const char* p) noexcept {
@@ -36,6 +39,22 @@ inline unsigned string_special_mask(const char* p) noexcept {
   return static_cast<unsigned>(_mm_movemask_epi8(hit));
 }
 #endif
+
+inline const char* find_string_special(const char* p, const char* end) noexcept {
+#if defined(__SSE2__)
+  while (end - p >= 16) {
+    const unsigned mask = string_special_mask(p);
+    if (mask != 0) return p + __builtin_ctz(mask);
+    p += 16;
+  }
+#endif
+  while (p < end) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c == '"' || c == '\\' || c < 0x20) return p;
+    ++p;
+  }
+  return end;
+}
 
 /// A JSON string whose opening quote is at `p`: returns the position after its closing quote, or nullptr (not
 /// closed, a raw control character, a backslash before a control character). `body_end` is set to the closing quote;
@@ -170,6 +189,22 @@ inline const char* skip_value(const char* p, const char* end, int depth = 0) noe
   }
 }
 
+/// The first `c` in [p, end), or `end` (inline: the runs between escapes of a text are short, a memchr call costs
+/// more than the search).
+inline const char* find_byte(const char* p, const char* end, char c) noexcept {
+#if defined(__SSE2__)
+  const __m128i needle = _mm_set1_epi8(c);
+  while (end - p >= 16) {
+    const auto mask = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), needle)));
+    if (mask != 0) return p + __builtin_ctz(mask);
+    p += 16;
+  }
+#endif
+  while (p < end && *p != c) ++p;
+  return p;
+}
+
 inline bool is_delimiter(char c) noexcept { return is_ws(c) || c == ',' || c == '}' || c == ']'; }
 
 inline bool is_hex(char c) noexcept {
@@ -180,8 +215,8 @@ inline bool is_hex(char c) noexcept {
 /// \u + 4 hex digits; lone surrogates are accepted, they become U+FFFD).
 inline bool escapes_valid(const char* p, const char* end) noexcept {
   for (;;) {
-    p = static_cast<const char*>(std::memchr(p, '\\', static_cast<std::size_t>(end - p)));
-    if (p == nullptr) return true;
+    p = find_byte(p, end, '\\');
+    if (p == end) return true;
     if (end - p < 2) return false;
     switch (p[1]) {
       case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
