@@ -215,7 +215,7 @@ struct pi_mapper::impl {
     // Built in place (an initializer list costs extra copies on this per-token path): the message, then its one
     // member, whose key is copied from a static string (no strlen) and whose value is built from the view.
     static const std::string kText = "text";
-    message& m = out.emplace_back(message_type::assistant, json(json::value_t::object));
+    message& m = out.emplace_back(message{message_type::assistant, json(json::value_t::object)});
     auto& object = m.content.get_ref<json::object_t&>();
     object.emplace_hint(object.end(), kText, text);
   }
@@ -544,7 +544,7 @@ struct pi_mapper::impl {
     if (output == t.last_output) return;  // partialResult is cumulative: only changes are reported
     // Built in place, members in key order (an initializer list would copy the output twice more).
     static const std::string kName = "name", kOutput = "output", kToolCallId = "tool_call_id";
-    message& m = out.emplace_back(message_type::tool_update, json(json::value_t::object));
+    message& m = out.emplace_back(message{message_type::tool_update, json(json::value_t::object)});
     auto& object = m.content.get_ref<json::object_t&>();
     object.emplace_hint(object.end(), kName, name.empty() ? std::string_view(t.name) : name);
     object.emplace_hint(object.end(), kOutput, output);
