@@ -65,8 +65,22 @@ class gen {
     return R"({"role":"toolResult","toolCallId":)" + str(pick(ids)) + R"(,"toolName":)" + str(pick(tools)) +
            R"(,"content":[{"type":"text","text":)" + text() + R"(}],"isError":)" + boolean() + "}";
   }
+  // Three spellings of one update: bare; pi ≥ 0.84 (delta-only) with `usage` first — the prefix the mapper's fast
+  // path memoizes across lines; pi ≤ 0.83 with the cumulative `partial` snapshot after the event's own fields.
   std::string update(const std::string& event) {
-    return R"({"type":"message_update","assistantMessageEvent":)" + event + "}";
+    switch (b() % 3) {
+      case 0: return R"({"type":"message_update","assistantMessageEvent":)" + event + "}";
+      case 1:
+        return R"({"type":"message_update","usage":{"input":)" + std::to_string(b() % 3) +
+               R"(,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"assistantMessageEvent":)" +
+               event + "}";
+      default: {
+        std::string e = event;
+        e.pop_back();  // the closing '}' of the event
+        return R"({"type":"message_update","assistantMessageEvent":)" + e + R"(,"partial":)" + assistant_message() +
+               "}}";
+      }
+    }
   }
 
   std::string event() {

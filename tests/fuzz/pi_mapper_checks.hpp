@@ -7,6 +7,7 @@
 #include <agenthost/mapper/pi_mapper.hpp>
 #include <agenthost/transport/contract_checker.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -109,9 +110,8 @@ inline pi_mapper_options make_options(std::uint8_t flags) {
   return o;
 }
 
-/// Feeds `lines` (a line starting with 0x01 goes to on_oversize_line), finishes with `end`, checks every property.
-inline void map_and_check(const pi_mapper_options& o, const run_end& end, const std::vector<std::string_view>& lines) {
-  pi_mapper mapper(o);
+/// Feeds `lines` (a line starting with 0x01 goes to on_oversize_line) to a fresh mapper and finishes with `end`.
+inline std::vector<message> map_lines(pi_mapper& mapper, const run_end& end, const std::vector<std::string_view>& lines) {
   std::vector<message> out;
   for (const std::string_view l : lines) {
     if (!l.empty() && l[0] == '\x01') {
@@ -122,6 +122,26 @@ inline void map_and_check(const pi_mapper_options& o, const run_end& end, const 
     (void)mapper.agent_finished();
   }
   mapper.finish(end, out);
+  return out;
+}
+
+/// The output with the terminal's invalid_output_lines replaced by their number (for comparing runs whose invalid
+/// lines differ only in their bytes).
+inline std::vector<message> without_invalid_line_text(std::vector<message> out) {
+  if (!out.empty()) {
+    auto& c = out.back().content;
+    if (auto it = c.find("invalid_output_lines"); it != c.end()) *it = it->size();
+  }
+  return out;
+}
+
+/// Feeds `lines`, finishes with `end`, checks every property, then the metamorphic one: the same lines with a space
+/// after their opening '{' (the same JSON) map to the same messages. The mapper's fast paths only take lines that
+/// start exactly with `{"type":"…`, so the variant runs every event through the On-Demand path: this compares the
+/// fast paths (and their memoized prefixes) with it.
+inline void map_and_check(const pi_mapper_options& o, const run_end& end, const std::vector<std::string_view>& lines) {
+  pi_mapper mapper(o);
+  std::vector<message> out = map_lines(mapper, end, lines);
   if (const char* dump = std::getenv("AGENTHOST_FUZZ_DUMP"); dump != nullptr && dump[0] == '1') {  // triage aid
     for (const auto l : lines) std::fprintf(stderr, "< %s\n", std::string(l).c_str());
     for (const auto& m : out) std::fprintf(stderr, "> %s\n", m.to_json_line().c_str());
@@ -135,6 +155,27 @@ inline void map_and_check(const pi_mapper_options& o, const run_end& end, const 
   mapper.on_line("not json", out);
   mapper.on_oversize_line("x", 1 << 30, out);
   AGENTHOST_FUZZ_CHECK(out.size() == n, "lines after finish() produced messages");
+  out.resize(n);
+
+  std::vector<std::string> spaced;
+  spaced.reserve(lines.size());
+  for (const std::string_view l : lines)
+    spaced.push_back(!l.empty() && l[0] == '{' ? "{ " + std::string(l.substr(1)) : std::string(l));
+  std::vector<std::string_view> spaced_views;
+  for (const auto& l : spaced) spaced_views.emplace_back(l);
+  pi_mapper slow(o);
+  const auto a = without_invalid_line_text(std::move(out));
+  const auto b = without_invalid_line_text(map_lines(slow, end, spaced_views));
+  if (a != b) {
+    std::string diff;
+    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      const std::string x = i < a.size() ? a[i].to_json_line() : "(none)";
+      const std::string y = i < b.size() ? b[i].to_json_line() : "(none)";
+      if (x != y) diff += "\n  #" + std::to_string(i) + " as is:    " + x.substr(0, 300) + "\n  #" + std::to_string(i) +
+                          " spaced:   " + y.substr(0, 300);
+    }
+    fail("the same events with a space after '{' map differently (fast path vs On-Demand):" + diff);
+  }
 }
 
 }  // namespace agenthost::fuzz
