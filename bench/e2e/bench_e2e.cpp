@@ -166,7 +166,7 @@ struct bare_child {
 struct config {
   std::vector<std::string> only = {"throughput", "latency", "scale", "memory"};
   std::vector<transcript_kind> kinds = {transcript_kind::delta, transcript_kind::snapshot, transcript_kind::tools};
-  int rounds = 3;
+  int rounds = 5;
   double mb = 256;  // throughput volume per run
   std::vector<int> agents = {1, 10, 50, 100};
   double scale_seconds = 7;
