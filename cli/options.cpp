@@ -5,6 +5,8 @@
 #include <agenthost/process/exit_status.hpp>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +32,7 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   char* end = nullptr;
   const std::string s(text);
   const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0) return std::nullopt;
+  if (end == s.c_str() || !std::isfinite(v) || v < 0) return std::nullopt;
   const std::string_view unit(end);
   double ms = 0;
   if (unit.empty() || unit == "s") ms = v * 1000;
@@ -38,6 +40,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   else if (unit == "m") ms = v * 60000;
   else if (unit == "h") ms = v * 3600000;
   else return std::nullopt;
+  // Longer than ten years is a typo, and beyond ~9.2e18 ms the conversion would be undefined.
+  if (ms > 10.0 * 365 * 24 * 3600 * 1000) return std::nullopt;
   return std::chrono::milliseconds(static_cast<long long>(ms));
 }
 
@@ -179,7 +183,7 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
       AH_VALUE();
       char* end = nullptr;
       const long n = std::strtol(val.c_str(), &end, 10);
-      if (*end != '\0' || val.empty() || n < 0) return "invalid delay '" + val + "'";
+      if (*end != '\0' || val.empty() || n < 0 || n > INT_MAX) return "invalid delay '" + val + "'";
       p.replay_delay_ms = static_cast<int>(n);
     } else if (p.cmd == command::replay && name == "--fake-agent") {
       AH_VALUE();
@@ -203,6 +207,7 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
   if (p.cmd == command::run) {
     if (positional.empty()) return std::string("missing PROMPT");
     for (const auto& w : positional) p.prompt += (p.prompt.empty() ? "" : " ") + w;
+    if (p.prompt.find_first_not_of(" \t\n") == std::string::npos) return std::string("missing PROMPT (it is empty)");
   } else {
     if (positional.size() > 1) return std::string("too many arguments");
     if (!positional.empty()) p.file = positional[0];

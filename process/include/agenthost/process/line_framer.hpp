@@ -60,7 +60,7 @@ class line_framer {
       begin_ = scan_ = pos + 1;
     }
     scan_ = end_;
-    if (end_ - begin_ > max_line_bytes_ || (oversize_ && end_ > begin_)) spill_to_oversize();
+    if (counted_partial() > max_line_bytes_ || (oversize_ && end_ - begin_ > 1)) spill_to_oversize();
   }
 
   /// Convenience: copy `chunk` in and commit it.
@@ -80,7 +80,8 @@ class line_framer {
     stream_start_ = true;
   }
 
-  /// Bytes held for the current incomplete line (its head only, in oversize mode).
+  /// Bytes held for the current incomplete line (its head only, in oversize mode): at most max_line_bytes + 4, since a
+  /// first line's BOM and a trailing '\r' (maybe the first half of "\r\n") do not count toward the maximum.
   [[nodiscard]] std::size_t buffered_bytes() const noexcept { return oversize_ ? head_.size() : end_ - begin_; }
 
  private:
@@ -112,17 +113,35 @@ class line_framer {
     return text;
   }
 
-  // The current line is too long: keep its head, drop the rest, count it.
-  void spill_to_oversize() {
+  // Bytes of the current partial line that count toward the maximum: not a leading BOM (first line) and not a
+  // trailing '\r' (it may be the first half of "\r\n"), exactly as for a line delivered whole.
+  [[nodiscard]] std::size_t counted_partial() const noexcept {
     const std::string_view part{buf_.data() + begin_, end_ - begin_};
+    std::size_t n = part.size();
+    if (stream_start_ && part.substr(0, 3) == "\xEF\xBB\xBF") n -= 3;
+    if (!part.empty() && part.back() == '\r') --n;
+    return n;
+  }
+
+  // The current line is too long: keep its head, drop the rest, count it. A trailing '\r' stays buffered so that the
+  // line's length does not depend on where the reads end.
+  void spill_to_oversize() {
+    std::string_view part{buf_.data() + begin_, end_ - begin_};
     if (!oversize_) {
       oversize_ = true;
       head_.clear();
       oversize_total_ = 0;
+      if (stream_start_) {
+        stream_start_ = false;
+        if (part.substr(0, 3) == "\xEF\xBB\xBF") part.remove_prefix(3);
+      }
     }
+    const bool keep_cr = !part.empty() && part.back() == '\r';
+    if (keep_cr) part.remove_suffix(1);
     if (head_.size() < oversize_head_bytes_) head_.append(part.substr(0, oversize_head_bytes_ - head_.size()));
     oversize_total_ += part.size();
-    begin_ = end_ = scan_ = 0;
+    begin_ = keep_cr ? end_ - 1 : end_;
+    scan_ = end_;
   }
 
   std::size_t max_line_bytes_;
