@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace agenthost::mapper {
@@ -169,10 +170,28 @@ struct pi_mapper::impl {
   std::vector<block_state> blocks;
   bool message_diverged = false;
 
-  // cross-turn replay: the text of the last tool-use turn, and how much of it the current message has replayed
+  // cross-turn replay: the text of the last tool-use turn; while replay_active, replay_pos == 0 means the message
+  // has carried no text yet (its first text decides), replay_pos > 0 that a snapshot equal to replay_ref is held.
   std::string replay_ref;
   bool replay_active = false;
   std::size_t replay_pos = 0;
+
+  // pi's auto-retry of a failed model call: what the consumer saw of the current message (assistant deltas since its
+  // start, or the failed attempt's text it repeats), the text of an error-ended message (a retry may follow), and
+  // while a retry is filtered, that text and how much of it the retry has repeated (nothing emitted for it).
+  std::string message_visible;
+  std::string failed_text;
+  std::optional<std::size_t> failed_thoughts_from;  // pending_thoughts of the error-ended message start here
+  std::string retry_ref;
+  bool retry_armed = false;  // auto_retry_start after an error-ended message with text: the next message repeats it
+  bool retry_active = false;
+  std::size_t retry_pos = 0;
+
+  // the assistant message that ended last (until the next message_start): a repeat of its message_end / text_end /
+  // thinking_end (pi printing it twice) adds nothing.
+  bool after_end = false;
+  std::vector<std::pair<block_kind, std::string>> ended_blocks;  // text / thinking / tool call id per content index
+  std::string ended_stop_reason;
 
   // thinking held back (buffered mode)
   std::vector<std::string> pending_thoughts;
@@ -180,6 +199,9 @@ struct pi_mapper::impl {
   // tool calls
   std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>> tools;  // lookups by string_view
   std::vector<std::string> tool_order;  // call order, for closing at finish()
+  // Ids of calls closed in an earlier turn (pruned from `tools`): every later event of such a call is ignored. One
+  // short string per tool call of the run — O(number of calls), not O(stream bytes).
+  std::unordered_set<std::string, string_hash, std::equal_to<>> closed_ids;
 
   // run outcome
   last_assistant last;
@@ -212,6 +234,7 @@ struct pi_mapper::impl {
   void emit_text(std::vector<message>& out, std::string_view text) {
     if (text.empty()) return;
     ensure_session(out);
+    message_visible.append(text);
     // Built in place (an initializer list costs extra copies on this per-token path): the message, then its one
     // member, whose key is copied from a static string (no strlen) and whose value is built from the view.
     static const std::string kText = "text";
@@ -233,34 +256,90 @@ struct pi_mapper::impl {
   }
 
   // ---- assistant text --------------------------------------------------------------------------------------------
-  /// Text pi streamed for the current message, through the cross-turn replay filter.
-  void emit_assistant_chunk(std::vector<message>& out, std::string_view chunk) {
+  /// Text pi streamed for the current message, through the cross-turn replay filter. A replay arrives as text that
+  /// was already accumulated: the message's first text (`snapshot`: a cumulative snapshot or a final content, or a
+  /// single delta) already holds the previous tool-use turn's whole text followed by more. Text generated in deltas
+  /// (a first delta that is only a part of, or exactly, the previous text) is a new message and is emitted whole.
+  void emit_assistant_chunk(std::vector<message>& out, std::string_view chunk, bool snapshot) {
     if (chunk.empty()) return;
     if (replay_active) {
-      const std::string_view rest = std::string_view(replay_ref).substr(replay_pos);
-      const std::size_t n = common_prefix(chunk, rest);
-      if (n == chunk.size()) {  // still replaying the previous text (or a message that begins like it): hold
-        replay_pos += n;
+      const std::string_view ref = replay_ref;
+      if (replay_pos > 0) {  // a snapshot equal to the previous text was held and the message goes on: a replay
+        replay_active = false;
+        replay_pos = 0;
+        emit_visible(out, chunk);
         return;
       }
-      replay_active = false;
-      if (n == rest.size()) {  // the whole previous text was replayed and the message goes on: drop the replay
+      replay_active = false;  // the message's first text decides
+      if (chunk.size() >= ref.size() && chunk.substr(0, ref.size()) == ref) {
+        if (chunk.size() > ref.size()) {  // the previous text at once, and more: drop the replay
+          emit_visible(out, chunk.substr(ref.size()));
+          return;
+        }
+        if (snapshot) {  // a snapshot equal to the previous text: a replay only if the message goes on
+          replay_active = true;
+          replay_pos = ref.size();
+          return;
+        }
+      }
+    }
+    emit_visible(out, chunk);
+  }
+
+  /// Assistant text, through the auto-retry filter: a retried message's text that repeats what the failed attempt
+  /// already streamed is not emitted again, only what extends it; a retry that diverges voids the earlier partial
+  /// text with a warning (`retracted_text`), then its text is emitted from its start.
+  void emit_visible(std::vector<message>& out, std::string_view chunk) {
+    if (chunk.empty()) return;
+    if (retry_active) {
+      const std::string_view rest = std::string_view(retry_ref).substr(retry_pos);
+      const std::size_t n = common_prefix(chunk, rest);
+      if (n == chunk.size()) {  // repeats the failed attempt's text: already streamed
+        retry_pos += n;
+        return;
+      }
+      retry_active = false;
+      if (n == rest.size()) {  // the retry repeated all of it and goes on: only the new part
         emit_text(out, chunk.substr(n));
         return;
       }
-      // A genuinely new message that merely began like the previous one: emit all of it.
-      std::string whole = replay_ref.substr(0, replay_pos);
+      std::string whole = retry_ref.substr(0, retry_pos);
       whole.append(chunk);
+      retract_failed_attempt(out);
       emit_text(out, whole);
       return;
     }
     emit_text(out, chunk);
   }
 
-  /// End of the current message while text is still held: it was a prefix of (or equal to) the previous text —
-  /// a new message, not a replay with something added. Emit it.
+  void retract_failed_attempt(std::vector<message>& out) {
+    any_diverged = true;
+    status(out, "warning",
+           "pi retried a failed model call and the retry's text differs from the partial text already streamed: "
+           "that partial text is void, the assistant text after this status replaces it (terminal.completed `text` "
+           "is authoritative)",
+           json{{"code", "retry_diverged"}, {"retracted_text", retry_ref}});
+    message_visible.clear();
+  }
+
+  /// The retried message ended (not with an error): if it repeated only a part of the failed attempt's text (or
+  /// none), the rest of what was streamed is void — say so, then emit the retry's text.
+  void settle_retry(std::vector<message>& out) {
+    if (retry_active) {
+      retry_active = false;
+      if (retry_pos < retry_ref.size()) {
+        retract_failed_attempt(out);
+        emit_text(out, std::string_view(retry_ref).substr(0, retry_pos));
+      }
+    }
+    retry_ref.clear();
+    retry_pos = 0;
+  }
+
+  /// End of the current message while text is still held: it was equal to the previous text — a new message, not a
+  /// replay with something added. Emit it.
   void flush_replay(std::vector<message>& out) {
-    if (replay_active && replay_pos > 0) emit_text(out, std::string_view(replay_ref).substr(0, replay_pos));
+    if (replay_active && replay_pos > 0) emit_visible(out, std::string_view(replay_ref).substr(0, replay_pos));
     replay_active = false;
     replay_pos = 0;
   }
@@ -270,10 +349,10 @@ struct pi_mapper::impl {
     if (replay_active && replay_pos > 0) flush_replay(out);
   }
 
-  void append_text(std::vector<message>& out, std::size_t index, std::string_view chunk) {
+  void append_text(std::vector<message>& out, std::size_t index, std::string_view chunk, bool snapshot) {
     if (chunk.empty()) return;
     blocks[index].text.append(chunk);
-    emit_assistant_chunk(out, chunk);
+    emit_assistant_chunk(out, chunk, snapshot);
   }
 
   void diverged(std::vector<message>& out, std::size_t index, std::string_view final_text) {
@@ -290,7 +369,7 @@ struct pi_mapper::impl {
     block_state& b = blocks[index];
     if (b.text.size() == final_text.size() && b.text == final_text) return;
     if (final_text.size() > b.text.size() && final_text.compare(0, b.text.size(), b.text) == 0) {
-      append_text(out, index, final_text.substr(b.text.size()));
+      append_text(out, index, final_text.substr(b.text.size()), true);
       return;
     }
     diverged(out, index, final_text);
@@ -301,7 +380,7 @@ struct pi_mapper::impl {
   void reconcile_snapshot_text(std::vector<message>& out, std::size_t index, std::string_view snap) {
     block_state& b = blocks[index];
     if (snap.size() >= b.text.size() && snap.compare(0, b.text.size(), b.text) == 0) {
-      append_text(out, index, snap.substr(b.text.size()));
+      append_text(out, index, snap.substr(b.text.size()), true);
     } else if (b.text.size() > snap.size() && std::string_view(b.text).substr(0, snap.size()) == snap) {
       // an older snapshot: nothing new
     } else {
@@ -333,6 +412,15 @@ struct pi_mapper::impl {
     message_diverged = false;
     replay_active = options.dedupe_replayed_text && !replay_ref.empty();
     replay_pos = 0;
+    retry_active = retry_armed;
+    retry_armed = false;
+    retry_pos = 0;
+    if (retry_active) {
+      message_visible = retry_ref;
+    } else {
+      message_visible.clear();
+      retry_ref.clear();
+    }
   }
 
   void ensure_message_open() {
@@ -369,12 +457,55 @@ struct pi_mapper::impl {
   void abandon_message(std::vector<message>& out) {
     if (!message_open) return;
     flush_replay(out);
+    settle_retry(out);
     collect_thinking(out);
     message_open = false;
     blocks.clear();
   }
 
+  /// After a message ended (no message_start since): a text_end / thinking_end that repeats its block, or any
+  /// tool-call update (the call is already known), belongs to the ended message — pi printed it again.
+  bool repeats_ended_message(const x_event& ev) const {
+    if (!after_end || message_open) return false;
+    switch (ev.update) {
+      case update_kind::text_end:
+      case update_kind::thinking_end: {
+        if (!ev.has_content || ev.content_index < 0 ||
+            static_cast<std::size_t>(ev.content_index) >= ended_blocks.size())
+          return false;
+        const auto& b = ended_blocks[static_cast<std::size_t>(ev.content_index)];
+        const block_kind kind = ev.update == update_kind::text_end ? block_kind::text : block_kind::thinking;
+        return b.first == kind && b.second == ev.content;
+      }
+      case update_kind::toolcall_start:
+      case update_kind::toolcall_delta:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  bool repeats_ended_message(const x_message& m) const {
+    if (!after_end || !m.has_content || m.stop_reason != ended_stop_reason || m.nblocks != ended_blocks.size())
+      return false;
+    for (std::size_t i = 0; i < m.nblocks; ++i) {
+      const x_block& b = m.blocks[i];
+      if (b.kind != ended_blocks[i].first) return false;
+      if ((b.kind == block_kind::tool_call ? b.id : b.text) != ended_blocks[i].second) return false;
+    }
+    return true;
+  }
+
   void on_update(const x_event& ev, std::vector<message>& out) {
+    if (repeats_ended_message(ev)) return;
+    if (ev.update == update_kind::toolcall_end && after_end && !message_open) {
+      if (ev.has_tool_call) {  // the ended message's call again (ignored), or a call not seen yet
+        const x_block& tc = ev.tool_call;
+        ensure_call(out, tc.id, tc.name, tc.has_arguments ? &tc.arguments : nullptr, false);
+      }
+      return;
+    }
+    if (ev.update == update_kind::text_delta || ev.update == update_kind::thinking_delta) after_end = false;
     ensure_message_open();
     switch (ev.update) {
       case update_kind::text_start:
@@ -391,7 +522,7 @@ struct pi_mapper::impl {
         break;
       case update_kind::text_delta: {
         if (ev.has_delta) {
-          append_text(out, resolve_block(ev.content_index, block_kind::text), ev.delta);
+          append_text(out, resolve_block(ev.content_index, block_kind::text), ev.delta, false);
         } else if (ev.has_snapshot) {
           apply_snapshot(ev.snapshot, out);
         }
@@ -495,7 +626,19 @@ struct pi_mapper::impl {
         if (b.kind == block_kind::text) final_text.append(b.text);
       }
     }
+    const std::size_t thoughts_before = pending_thoughts.size();
     flush_replay(out);
+    const bool failed = m.stop_reason == "error";
+    if (failed) {
+      // pi may retry this model call (auto_retry_start): remember what the consumer saw of it.
+      failed_text = std::move(message_visible);
+      retry_active = false;
+      retry_ref.clear();
+    } else {
+      settle_retry(out);
+      failed_text.clear();
+    }
+    message_visible.clear();
     collect_thinking(out);
 
     last.present = true;
@@ -504,8 +647,24 @@ struct pi_mapper::impl {
     last.error_message.assign(m.error_message);
     usage.add(m.usage);
 
+    // What a repeat of this message_end would carry (see repeats_ended_message).
+    after_end = true;
+    ended_stop_reason.assign(m.stop_reason);
+    ended_blocks.clear();
+    if (m.has_content) {
+      for (std::size_t i = 0; i < m.nblocks; ++i) {
+        const x_block& b = m.blocks[i];
+        ended_blocks.emplace_back(b.kind, b.kind == block_kind::tool_call ? b.id : b.text);
+      }
+    }
+
+    failed_thoughts_from.reset();
     if (m.stop_reason == "toolUse") {
       if (!final_text.empty()) replay_ref = final_text;
+    } else if (failed) {
+      // Buffered thinking of a failed call is held until we know whether pi retries it (auto_retry_start drops it)
+      // or not (released at the end of the run, or with the next final message).
+      failed_thoughts_from = thoughts_before;
     } else {
       replay_ref.clear();
       if (options.thinking == thinking_mode::buffered) release_pending_thoughts(out);
@@ -518,6 +677,7 @@ struct pi_mapper::impl {
   // ---- tools -------------------------------------------------------------------------------------------------------
   void ensure_call(std::vector<message>& out, std::string_view id, std::string_view name, const json* input,
                    bool synthesized) {
+    if (closed_ids.find(id) != closed_ids.end()) return;  // closed in an earlier turn
     tool_state& t = tools[std::string(id)];
     if (t.called) return;
     t.called = true;
@@ -534,6 +694,7 @@ struct pi_mapper::impl {
   /// `owned`, when given, holds `output` and may be taken (swapped with the previous output: no copy).
   void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, std::string_view output,
                    std::string* owned = nullptr) {
+    if (closed_ids.find(id) != closed_ids.end()) return;
     auto it = tools.find(id);
     if (it == tools.end() || !it->second.called) {
       ensure_call(out, id, name, nullptr, true);
@@ -558,6 +719,7 @@ struct pi_mapper::impl {
 
   void close_call(std::vector<message>& out, std::string_view id, std::string_view name, const json& result,
                   bool is_error) {
+    if (closed_ids.find(id) != closed_ids.end()) return;  // closed in an earlier turn: a repeated result
     auto it = tools.find(id);
     if (it != tools.end() && it->second.closed) return;
     if (it == tools.end() || !it->second.called) {
@@ -596,7 +758,7 @@ struct pi_mapper::impl {
     close_call(out, m.tool_call_id, m.tool_name, result, m.is_error);
   }
 
-  /// Forget calls that are closed (their results were deduplicated within the turn).
+  /// Drop the state of closed calls, keeping only their ids (later events of a closed call are ignored).
   void prune_tools() {
     std::vector<std::string> open;
     for (auto& id : tool_order) {
@@ -604,6 +766,7 @@ struct pi_mapper::impl {
       if (it == tools.end()) continue;
       if (it->second.closed) {
         tools.erase(it);
+        closed_ids.insert(std::move(id));
       } else {
         open.push_back(std::move(id));
       }
@@ -645,6 +808,7 @@ struct pi_mapper::impl {
       case event_kind::message_start:
         if (ev.message.role == "assistant") {
           abandon_message(out);
+          after_end = false;
           begin_message();
           if (!ev.message.model.empty()) last.model.assign(ev.message.model);
         }
@@ -654,6 +818,11 @@ struct pi_mapper::impl {
         break;
       case event_kind::message_end:
         if (ev.message.role == "assistant") {
+          if (repeats_ended_message(ev.message)) {  // pi printed the ended message's message_end again
+            message_open = false;
+            blocks.clear();
+            break;
+          }
           on_assistant_end(ev.message, out);
         } else if (ev.message.role == "toolResult") {
           close_from_message(out, ev.message);
@@ -689,6 +858,17 @@ struct pi_mapper::impl {
         break;
       case event_kind::auto_retry_start: {
         finished = false;
+        // pi retries the failed model call: its retried message repeats the failed attempt's text (filtered), and
+        // the failed attempt's buffered thinking is dropped (the retry thinks again).
+        if (!failed_text.empty()) {
+          retry_ref = std::move(failed_text);
+          failed_text.clear();
+          retry_armed = true;
+        }
+        if (failed_thoughts_from && *failed_thoughts_from <= pending_thoughts.size()) {
+          pending_thoughts.resize(*failed_thoughts_from);
+        }
+        failed_thoughts_from.reset();
         json extra = json::object();
         std::string text = "pi retries the model call";
         if (ev.has_attempt) {

@@ -40,6 +40,10 @@ std::vector<golden_case> cases() {
       {"http400", "pi-0.73.1-json-http400-error.jsonl"},
       {"503-auto-retry", "pi-0.73.1-json-503-auto-retry.jsonl"},
       {"rpc-prompt-abort", "pi-0.73.1-rpc-prompt-abort.jsonl"},
+      // Real pi 0.73.1 runs against the mock provider (tests/real).
+      {"cut-retry", "recorded/pi-0.73.1-cut-retry.jsonl"},
+      {"cut-retry.thinking-stream", "recorded/pi-0.73.1-cut-retry.jsonl", stream},
+      {"repeat-after-tool", "recorded/pi-0.73.1-repeat-after-tool.jsonl"},
       // ≥ 0.84 delta-only format.
       {"derived-tool-turn", "derived-1.x-delta-only-tool-turn.jsonl"},
       {"derived-thinking", "synthetic/derived-1.x-delta-only-thinking.jsonl"},

@@ -130,14 +130,214 @@ TEST(PiMapper, DoesNotTruncateAMessageThatMerelyBeginsLikeThePreviousOne) {
             "I will run"                   // turn 3: a prefix of turn 2's text → whole
             "I will run"                   // turn 4: equal to turn 3's text → whole
             "Linting passed; now running the full test suite."  // turn 5
-            " All 42 tests pass.");        // final turn replayed turn 5, then continued: only the new part
-  // Held text is released when its block ends, before the tool call of the same message.
+            // final turn: generated in deltas that repeat turn 5's text, then go on — genuine text, kept whole (a
+            // replay arrives as already-accumulated text; see RepeatsOnlyAccumulatedText…)
+            "Linting passed; now running the full test suite. All 42 tests pass.");
+  // Text generated in deltas is never held: turn 3's deltas are emitted as they come, before its tool call.
   const auto turn3 = std::find_if(out.begin(), out.end(), [](const message& m) {
     return m.type == message_type::tool_call && m.content.at("tool_call_id") == "call_3";
   });
   ASSERT_NE(turn3, out.end());
+  EXPECT_EQ((turn3 - 2)->type, message_type::assistant);
+  EXPECT_EQ((turn3 - 2)->content.at("text"), "I will");
   EXPECT_EQ((turn3 - 1)->type, message_type::assistant);
-  EXPECT_EQ((turn3 - 1)->content.at("text"), "I will run");
+  EXPECT_EQ((turn3 - 1)->content.at("text"), " run");
+}
+
+namespace replay_cases {
+// A tool-use turn that says `first`, then a final message whose text arrives as `updates` (text_delta lines built by
+// the caller) and ends with `final_text`.
+std::vector<std::string> two_turns(const std::string& first, const std::vector<std::string>& updates,
+                                   const std::string& final_text) {
+  const auto text = [](const std::string& t) { return nlohmann::json(t).dump(); };
+  std::vector<std::string> l = {
+      R"({"type":"session","version":3,"id":"s1","cwd":"/p"})",
+      R"({"type":"agent_start"})",
+      R"({"type":"turn_start"})",
+      R"({"type":"message_start","message":{"role":"assistant","content":[]}})",
+      R"({"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":)" + text(first) + "}}",
+      R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":)" + text(first) +
+          R"(},{"type":"toolCall","id":"c1","name":"bash","arguments":{}}],"stopReason":"toolUse"}})",
+      R"({"type":"tool_execution_end","toolCallId":"c1","toolName":"bash","result":{"content":[]},"isError":false})",
+      R"({"type":"turn_end"})",
+      R"({"type":"turn_start"})",
+      R"({"type":"message_start","message":{"role":"assistant","content":[]}})"};
+  l.insert(l.end(), updates.begin(), updates.end());
+  l.push_back(R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":)" +
+              text(final_text) + R"(}],"stopReason":"stop"}})");
+  l.push_back(R"({"type":"agent_end"})");
+  return l;
+}
+std::string delta(const std::string& d) {
+  return R"({"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":)" +
+         nlohmann::json(d).dump() + "}}";
+}
+std::string snapshot(const std::string& t) {
+  return R"({"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"partial":{"role":"assistant","content":[{"type":"text","text":)" +
+         nlohmann::json(t).dump() + "}]}}}";
+}
+}  // namespace replay_cases
+
+TEST(PiMapper, ReplayIsOnlyTextThatArrivesAlreadyAccumulated) {
+  using namespace replay_cases;
+  // A snapshot holding the earlier text and more, at once: a replay.
+  auto out = run_mapper(two_turns("Let me check.", {snapshot("Let me check. Fine.")}, "Let me check. Fine."));
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), "Let me check. Fine.");
+  // A single delta holding the earlier text and more: a replay.
+  out = run_mapper(two_turns("Let me check.", {delta("Let me check. Fine.")}, "Let me check. Fine."));
+  EXPECT_EQ(assistant_text(out), "Let me check. Fine.");
+  // A snapshot equal to the earlier text, then a longer one: a replay that goes on.
+  out = run_mapper(two_turns("Let me check.", {snapshot("Let me check."), snapshot("Let me check. Fine.")},
+                             "Let me check. Fine."));
+  EXPECT_EQ(assistant_text(out), "Let me check. Fine.");
+  // A snapshot equal to the earlier text and nothing more: a new message that says the same.
+  out = run_mapper(two_turns("Let me check.", {snapshot("Let me check.")}, "Let me check."));
+  EXPECT_EQ(assistant_text(out), "Let me check.Let me check.");
+  // Generated in deltas — one equal to the earlier text, or smaller ones — then more: genuine text, kept whole.
+  out = run_mapper(two_turns("Let me check.", {delta("Let me check."), delta(" Fine.")}, "Let me check. Fine."));
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), "Let me check.Let me check. Fine.");
+  out = run_mapper(two_turns("Let me check.", {delta("Let me "), delta("check."), delta(" Fine.")},
+                             "Let me check. Fine."));
+  EXPECT_EQ(assistant_text(out), "Let me check.Let me check. Fine.");
+  EXPECT_EQ(terminal(out).content.at("text"), "Let me check. Fine.");
+}
+
+TEST(PiMapper, RecordedRepeatAfterToolKeepsTheGenuineRepeat) {
+  // pi 0.73.1: the answer after the tool streams "Let me check." then " It is fine." — the model's own words.
+  const auto out = run_mapper(read_lines(fixture_path("recorded/pi-0.73.1-repeat-after-tool.jsonl")));
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), "Let me check.Let me check. It is fine.");
+  EXPECT_EQ(terminal(out).content.at("text"), "Let me check. It is fine.");
+}
+
+TEST(PiMapper, StreamCutAndRetriedByPiIsNotRepeated) {
+  for (const auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
+    const auto out = run_mapper(read_lines(fixture_path("recorded/pi-0.73.1-cut-retry.jsonl")), {.thinking = mode});
+    expect_valid_run(out);
+    EXPECT_EQ(assistant_text(out), "Hello world.");
+    EXPECT_EQ(texts(out, message_type::assistant), (std::vector<std::string>{"Hello ", "wor", "ld."}));
+    EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
+    EXPECT_EQ(terminal(out).content.at("text"), "Hello world.");
+    EXPECT_FALSE(terminal(out).content.contains("text_diverged"));
+    for (const auto& s : of_type(out, message_type::status)) EXPECT_EQ(s.content.at("kind"), "retry");
+    // Buffered thinking of the failed attempt is dropped (the retry thought again); stream mode released it already.
+    if (mode == thinking_mode::buffered) {
+      EXPECT_EQ(texts(out, message_type::assistant_thought), (std::vector<std::string>{"Thinking again."}));
+    } else {
+      EXPECT_EQ(texts(out, message_type::assistant_thought),
+                (std::vector<std::string>{"Thinking once.", "Thinking again."}));
+    }
+  }
+}
+
+namespace {
+std::vector<std::string> cut_retry_with_second_attempt(const std::string& from, const std::string& to) {
+  auto lines = read_lines(fixture_path("recorded/pi-0.73.1-cut-retry.jsonl"));
+  bool retried = false;
+  for (auto& l : lines) {
+    if (l.find(R"("type":"auto_retry_start")") != std::string::npos) retried = true;
+    if (!retried) continue;
+    for (std::size_t p = l.find(from); p != std::string::npos; p = l.find(from, p + to.size())) l.replace(p, from.size(), to);
+  }
+  return lines;
+}
+}  // namespace
+
+TEST(PiMapper, RetryThatDivergesVoidsTheEarlierPartialText) {
+  // The retry says "Hello there." where the failed attempt streamed "Hello wor".
+  auto out = run_mapper(cut_retry_with_second_attempt("wor", "the"));
+  expect_valid_run(out);
+  std::vector<message> warnings;
+  for (const auto& s : of_type(out, message_type::status))
+    if (s.content.at("kind") == "warning") warnings.push_back(s);
+  ASSERT_EQ(warnings.size(), 1u) << to_jsonl(out);
+  EXPECT_EQ(warnings[0].content.at("code"), "retry_diverged");
+  EXPECT_EQ(warnings[0].content.at("retracted_text"), "Hello wor");
+  // After the warning, the retry's text from its start.
+  std::string after;
+  bool seen = false;
+  for (const auto& m : out) {
+    if (m.type == message_type::status && m.content.at("kind") == "warning") seen = true;
+    if (seen && m.type == message_type::assistant) after += m.content.at("text").get<std::string>();
+  }
+  EXPECT_EQ(after, "Hello theld.");
+  EXPECT_EQ(terminal(out).content.at("text"), "Hello theld.");
+  EXPECT_EQ(terminal(out).content.value("text_diverged", false), true);
+
+  // The retry is only a part of what was streamed ("Hello " then the end): the rest is void.
+  auto lines = read_lines(fixture_path("recorded/pi-0.73.1-cut-retry.jsonl"));
+  bool retried = false;
+  std::vector<std::string> shorter;
+  for (const auto& l : lines) {
+    if (l.find(R"("type":"auto_retry_start")") != std::string::npos) retried = true;
+    if (retried && (l.find(R"("delta":"wor")") != std::string::npos || l.find(R"("delta":"ld.")") != std::string::npos))
+      continue;
+    std::string c = l;
+    if (retried) {
+      for (std::size_t p = c.find("Hello world."); p != std::string::npos; p = c.find("Hello world.", p + 6))
+        c.replace(p, 12, "Hello ");
+    }
+    shorter.push_back(c);
+  }
+  out = run_mapper(shorter);
+  expect_valid_run(out);
+  const auto statuses = of_type(out, message_type::status);
+  bool retracted = false;
+  for (const auto& s : statuses) retracted = retracted || s.content.value("retracted_text", "") == "Hello wor";
+  EXPECT_TRUE(retracted) << to_jsonl(out);
+  EXPECT_EQ(texts(out, message_type::assistant).back(), "Hello ");
+  EXPECT_EQ(terminal(out).content.at("text"), "Hello ");
+}
+
+TEST(PiMapper, FailedAttemptWithoutRetryKeepsItsTextAndThinking) {
+  // No auto_retry_start: the failed message is the last word; its buffered thinking is released by finish().
+  auto lines = read_lines(fixture_path("recorded/pi-0.73.1-cut-retry.jsonl"));
+  std::vector<std::string> first;
+  for (const auto& l : lines) {
+    if (l.find(R"("type":"auto_retry_start")") != std::string::npos) break;
+    first.push_back(l);
+  }
+  const auto out = run_mapper(first);
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), "Hello wor");
+  EXPECT_EQ(texts(out, message_type::assistant_thought), (std::vector<std::string>{"Thinking once."}));
+  EXPECT_EQ(terminal(out).type, message_type::terminal_failed);
+}
+
+TEST(PiMapper, RepeatedFinalMessageEndAddsNothing) {
+  auto lines = read_lines(fixture_path(kToolTurn));
+  const auto once = run_mapper(lines);
+  // The last text_end / message_end / turn_end / agent_end, printed again.
+  const std::size_t n = lines.size();
+  std::vector<std::string> twice = lines;
+  for (std::size_t i = n - 4; i < n; ++i) twice.push_back(lines[i]);
+  const auto out = run_mapper(twice);
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), assistant_text(once));
+  EXPECT_EQ(to_jsonl(out), to_jsonl(once));
+}
+
+TEST(PiMapper, EventsOfACallClosedInAnEarlierTurnAreIgnored) {
+  const std::vector<std::string> lines = {
+      R"({"type":"session","version":3,"id":"s1","cwd":"/p"})",
+      R"({"type":"agent_start"})",
+      R"({"type":"tool_execution_end","toolCallId":"c1","toolName":"bash","result":{"content":[{"type":"text","text":"ok"}]},"isError":false})",
+      R"({"type":"turn_end"})",
+      R"({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end","contentIndex":0,"toolCall":{"type":"toolCall","id":"c1","name":"bash","arguments":{}}}})",
+      R"({"type":"tool_execution_start","toolCallId":"c1","toolName":"bash","args":{}})",
+      R"({"type":"tool_execution_update","toolCallId":"c1","toolName":"bash","partialResult":{"content":[{"type":"text","text":"o"}]}})",
+      R"({"type":"tool_execution_end","toolCallId":"c1","toolName":"bash","result":{"content":[]},"isError":true})",
+      R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Done."},{"type":"toolCall","id":"c1","name":"bash","arguments":{}}],"stopReason":"stop"}})",
+      R"({"type":"agent_end"})"};
+  const auto out = run_mapper(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(of_type(out, message_type::tool_call).size(), 1u);
+  EXPECT_EQ(of_type(out, message_type::tool_completed).size(), 1u);
+  EXPECT_EQ(of_type(out, message_type::tool_failed).size(), 0u);
+  EXPECT_EQ(of_type(out, message_type::tool_update).size(), 0u);
+  EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
 }
 
 TEST(PiMapper, ReplayDedupeCanBeDisabled) {
