@@ -39,33 +39,9 @@ inline run_end make_end(std::uint8_t b) {
   }
 }
 
-// Known bug KB-MAPPER-1 (reported; tests/hardening DISABLED_EventsOfACallClosedInAnEarlierTurnKeepTheContract):
-// impl::prune_tools() forgets closed calls at every turn_end, so a later event for such a call (its announcement, a
-// repeated result) opens it again — "duplicate tool.call", "closed twice", "after the call … closed". Unless
-// AGENTHOST_FUZZ_STRICT=1, a violation of one of these kinds is tolerated when its call had been closed (tool.completed
-// or tool.failed) earlier in the run; every other violation still fails.
-inline bool known_bug_mapper_1(const std::vector<message>& out, const std::string& v) {
-  if (agenthost::fuzz::strict()) return false;
-  const bool kind = v.find("duplicate tool.call for `") != std::string::npos ||
-                    v.find("closed twice") != std::string::npos || v.find("after the call `") != std::string::npos;
-  const auto open = v.find('`'), close = v.rfind('`');
-  if (!kind || v.empty() || v[0] != '#' || open == std::string::npos || close <= open) return false;
-  const std::string id = v.substr(open + 1, close - open - 1);
-  const std::size_t index = std::strtoul(v.c_str() + 1, nullptr, 10);
-  for (std::size_t i = 0; i < index && i < out.size(); ++i) {
-    const auto& m = out[i];
-    if ((m.type == agenthost::transport::message_type::tool_completed ||
-         m.type == agenthost::transport::message_type::tool_failed) &&
-        m.content.value("tool_call_id", std::string()) == id)
-      return true;
-  }
-  return false;
-}
-
 inline void check_output(const std::vector<message>& out, const pi_mapper_options& o, const pi_mapper& mapper,
                   std::size_t lines_fed) {
   auto violations = agenthost::transport::check_run(out);
-  std::erase_if(violations, [&](const std::string& v) { return known_bug_mapper_1(out, v); });
   if (!violations.empty()) {
     std::string all;
     for (const auto& v : violations) all += "\n  " + v;

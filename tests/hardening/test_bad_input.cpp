@@ -334,12 +334,11 @@ TEST_F(BadInput, TerminalEventPrintedTwice) {
   EXPECT_EQ(s.assistant_text(), "Once.");
 }
 
-// BUG KB-MAPPER-2 (reported; mapper/src/pi_mapper.cpp, the assistant message_end / text_end handling): the final
-// assistant `message_end` (or its `text_end`) printed a second time — no message_start in between — is taken as the
-// authoritative text of a message that streamed nothing, and the whole answer is emitted again as a new `assistant`
-// delta: the streamed answer reads "The command printed `hello`.The command printed `hello`." (terminal.text stays
-// right). Expected: a repeat of an ended message adds no delta. Enable when fixed.
-TEST_F(BadInput, DISABLED_FinalMessageEndPrintedTwiceDoesNotDoubleTheAnswer) {
+// Regression KB-MAPPER-2 (fixed in mapper/src/pi_mapper.cpp, repeats_ended_message): the final assistant
+// `message_end` (or its `text_end`) printed a second time — no message_start in between — was taken as the
+// authoritative text of a message that streamed nothing, and the whole answer was emitted again as a new `assistant`
+// delta. A repeat of an ended message adds no delta.
+TEST_F(BadInput, FinalMessageEndPrintedTwiceDoesNotDoubleTheAnswer) {
   auto lines = transcript_lines();
   const std::size_t n = lines.size();
   for (std::size_t i = n - 4; i < n; ++i) lines.push_back(lines[i]);  // text_end, message_end, turn_end, agent_end
@@ -381,13 +380,12 @@ TEST_F(BadInput, ToolResultBeforeItsCall) {
   EXPECT_EQ(r.assistant_text(), tool_turn_text);
 }
 
-// BUG KB-MAPPER-1 (reported; mapper/src/pi_mapper.cpp, impl::prune_tools() called at every turn_end): closed calls
-// are forgotten at turn_end, so an event for a call closed in an earlier turn — its announcement (toolcall_end,
-// message_end content, tool_execution_start) after a result that came first, or a repeated tool_execution_end —
-// opens it again: a second `tool.call` with the same id, closed a second time by finish() as tool.failed
-// (closed_by_finish). transport::check_run reports "duplicate tool.call" and "closed twice" (contract rule 2).
-// Minimal input: tool_execution_end(c1), turn_end, toolcall_end(c1). Expected: events of a closed call are ignored.
-TEST_F(BadInput, DISABLED_EventsOfACallClosedInAnEarlierTurnKeepTheContract) {
+// Regression KB-MAPPER-1 (fixed in mapper/src/pi_mapper.cpp: prune_tools() keeps the ids of closed calls): closed
+// calls were forgotten at turn_end, so an event for a call closed in an earlier turn — its announcement
+// (toolcall_end, message_end content, tool_execution_start) after a result that came first, or a repeated
+// tool_execution_end — opened it again: a second `tool.call` with the same id, closed a second time by finish().
+// Minimal input: tool_execution_end(c1), turn_end, toolcall_end(c1). Events of a closed call are ignored.
+TEST_F(BadInput, EventsOfACallClosedInAnEarlierTurnKeepTheContract) {
   auto lines = transcript_lines();
   std::size_t result = 0, turn_end = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {

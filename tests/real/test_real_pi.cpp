@@ -514,12 +514,12 @@ TEST_F(RealPi, ServerErrorThenSuccessOnPisRetry) {
   EXPECT_EQ(mock_requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
 }
 
-// FINDING (mapper, pi 0.73.1): when the model stream is cut after "Hello wor", pi ends that message with
+// Regression (mapper, pi 0.73.1): when the model stream is cut after "Hello wor", pi ends that message with
 // stopReason "error" / errorMessage "terminated", retries by itself and streams "Hello world." again. The mapper
-// emits both attempts' deltas, so the assistant deltas concatenate to "Hello worHello world." while
-// terminal.completed.text is "Hello world." — without text_diverged or any warning (contract §1.2 rule 4 broken).
-// It also releases the failed attempt's thinking ("Thinking once.") as an assistant.thought. Enable once fixed.
-TEST_F(RealPi, DISABLED_StreamCutAndRetriedByPiIsNotDuplicated) {
+// emitted both attempts' deltas ("Hello worHello world.") without any warning. Now the retry's text that repeats the
+// failed attempt's streamed text is not emitted again (a retry that diverges gets a `retry_diverged` warning), and the
+// failed attempt's buffered thinking is dropped (contract §1.2).
+TEST_F(RealPi, StreamCutAndRetriedByPiIsNotDuplicated) {
   const auto s = scripted("cut-retry");
   auto r = run("cut-retry", options("cut-retry"));
   ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << dump(r.messages);
@@ -539,11 +539,11 @@ TEST_F(RealPi, RepeatedToolTurnTextIsKeptWithoutReplayDedupe) {
   expect_completed_with_script(r.messages, r.terminal, s);
 }
 
-// FINDING (mapper default, pi 0.73.1): with dedupe_replayed_text = true (the provider's default) the same real output
-// loses the model's genuine "Let me check." at the start of the second answer: the deltas concatenate to
-// "Let me check. It is fine." instead of "Let me check.Let me check. It is fine.". Enable once the default for pi
-// is decided (contract §2.1 documents this as a limit).
-TEST_F(RealPi, DISABLED_RepeatedToolTurnTextIsKeptByDefault) {
+// Regression (mapper default, pi 0.73.1): with dedupe_replayed_text = true (the provider's default) the same real
+// output lost the model's genuine "Let me check." at the start of the second answer. The replay rule now applies only
+// to text that arrives already accumulated (a snapshot or a single delta holding the earlier text and more), not to
+// text generated in deltas.
+TEST_F(RealPi, RepeatedToolTurnTextIsKeptByDefault) {
   const auto s = scripted("repeat-after-tool");
   auto r = run("repeat-after-tool-default", options("repeat-after-tool"));
   expect_completed_with_script(r.messages, r.terminal, s);
