@@ -5,11 +5,14 @@
 //   for (each stdout line) mapper.on_line(line, out);     // assistant deltas, tool.*, status… as they happen
 //   mapper.finish(run_end{.status = exit_status}, out);     // exactly one terminal.* (last)
 //
-// Pure: no I/O, no clock, no threads. Input lines are parsed with simdjson On-Demand (one parser and one padded
-// buffer reused for the mapper's lifetime); only the fields the mapping needs are read, the bulky cumulative
+// Pure: no I/O, no clock, no threads. message_update, tool_execution_update and unmapped event types are read by a
+// strict byte scan (raw_scan.hpp); other lines, and any line the scan finds unusual, by simdjson On-Demand (one parser
+// and one padded buffer reused for the mapper's lifetime) — the same accepted set and events either way. Only the
+// fields the mapping needs are read, the bulky cumulative
 // `message` / `partial` snapshots of pi ≤ 0.83 are skipped whenever the event carries a `delta`, and nlohmann::json
 // is built only for content that is emitted (tool input/output). Work is O(total input); memory is O(longest line +
-// text of the current and previous assistant message + buffered thinking + open tool calls), never O(stream).
+// text of the current and previous assistant message + buffered thinking + open tool calls + the ids of closed calls),
+// never O(stream bytes).
 //
 // Validation choice: a line is an event when it is a single JSON object (nothing but whitespace after it) whose
 // `type` is a string, and every field the mapper reads has the expected JSON type. simdjson validates the UTF-8 and
@@ -51,7 +54,9 @@ struct pi_mapper_options {
   /// Agent name reported in session.* `agent`.
   std::string agent = "pi";
   /// When an assistant message that follows a tool-use turn starts by replaying that turn's text, emit only the
-  /// new part (a message that merely begins like the previous one is still emitted whole).
+  /// new part. A replay is text that arrives already accumulated: the message's first text (a snapshot, a final
+  /// content or a single delta) holds the previous turn's whole text and more. Text generated in deltas — even when
+  /// it repeats the previous text — and a message that merely begins like the previous one are emitted whole.
   bool dedupe_replayed_text = true;
 };
 
