@@ -337,13 +337,16 @@ TEST_F(BadInput, TerminalEventPrintedTwice) {
 // Regression KB-MAPPER-2 (fixed in mapper/src/pi_mapper.cpp, repeats_ended_message): the final assistant
 // `message_end` (or its `text_end`) printed a second time — no message_start in between — was taken as the
 // authoritative text of a message that streamed nothing, and the whole answer was emitted again as a new `assistant`
-// delta. A repeat of an ended message adds no delta.
+// delta, and its usage was added again (input_tokens 280 → 440). A repeat of an ended message adds no delta and no
+// usage.
 TEST_F(BadInput, FinalMessageEndPrintedTwiceDoesNotDoubleTheAnswer) {
+  auto once = run(fake({"replay", tool_turn}));
   auto lines = transcript_lines();
   const std::size_t n = lines.size();
   for (std::size_t i = n - 4; i < n; ++i) lines.push_back(lines[i]);  // text_end, message_end, turn_end, agent_end
   auto r = run(fake({"replay", file("twice", join(lines))}));
   expect_completed_tool_turn(r);
+  EXPECT_EQ(r.terminal.content.at("usage"), once.terminal.content.at("usage"));
 }
 
 TEST_F(BadInput, ToolResultBeforeItsCall) {
