@@ -20,7 +20,6 @@
 namespace {
 
 using agenthost::fuzz::printable;
-using agenthost::fuzz::strict;
 using agenthost::process::line_framer;
 using agenthost::process::line_view;
 
@@ -28,11 +27,6 @@ struct line {
   std::string text;
   bool oversize = false;
   std::size_t total = 0;
-  // Reference only (for the known-bug tolerance below): the line's length before the '\r' / BOM strips, whether it
-  // had a BOM, and the whole stripped line.
-  std::size_t raw = 0;
-  bool bom = false;
-  std::string full;
   bool operator==(const line& o) const { return text == o.text && oversize == o.oversize && total == o.total; }
 };
 
@@ -44,36 +38,16 @@ std::vector<line> reference(std::string_view s, std::size_t max, std::size_t hea
     std::size_t nl = s.find('\n', pos);
     std::string_view piece = nl == std::string_view::npos ? s.substr(pos) : s.substr(pos, nl - pos);
     pos = nl == std::string_view::npos ? s.size() : nl + 1;
-    const std::size_t raw = piece.size();
     if (!piece.empty() && piece.back() == '\r') piece.remove_suffix(1);
-    const bool bom = first && piece.substr(0, 3) == "\xEF\xBB\xBF";
-    if (bom) piece.remove_prefix(3);
+    if (first && piece.substr(0, 3) == "\xEF\xBB\xBF") piece.remove_prefix(3);
     first = false;
     const bool over = piece.size() > max;
-    out.push_back({std::string(over ? piece.substr(0, head) : piece), over, piece.size(), raw, bom, std::string(piece)});
+    out.push_back({std::string(over ? piece.substr(0, head) : piece), over, piece.size()});
   }
   return out;
 }
 
-line copy(const line_view& l) { return {std::string(l.text), l.oversize, l.total_bytes, 0, false, {}}; }
-
-// Known bug KB-FRAMER-1 (reported, not fixed here): the framer decides "oversize" on the *raw* bytes of the partial
-// line it holds at a read boundary — the trailing '\r' and a leading BOM included — and counts those bytes in
-// total_bytes and cuts the head before stripping the BOM. So a line whose stripped length is ≤ max but whose raw length
-// is > max is delivered whole or as oversize depending on where the reads end; an oversize line's total_bytes can be
-// 1 ('\r' spilled before its '\n') or 3 (BOM) bytes too large; its head can start with the BOM or a part of it
-// (oversize_head_bytes < 3) or be 3 bytes short. Tolerated unless AGENTHOST_FUZZ_STRICT=1: an oversize delivery of
-// such a line is accepted when its head is a prefix of the line (with or without its BOM), no longer than the head
-// limit, and its total is within 4 bytes above the stripped length.
-bool known_bug_framer_1(const line& want, const line& got, std::size_t head) {
-  if (strict()) return false;
-  if (want.raw == want.total || !got.oversize) return false;  // the line had no '\r' or BOM, or was delivered whole
-  if (got.text.size() > head || got.total < want.total || got.total > want.total + 4) return false;
-  const std::string with_bom = "\xEF\xBB\xBF" + want.full;
-  const bool prefix = want.full.compare(0, got.text.size(), got.text) == 0 ||
-                      (want.bom && with_bom.compare(0, got.text.size(), got.text) == 0);
-  return prefix && got.text.size() + 3 >= std::min(head, want.total);
-}
+line copy(const line_view& l) { return {std::string(l.text), l.oversize, l.total_bytes}; }
 
 void compare(const std::vector<line>& want, const std::vector<line>& got, std::size_t max, std::size_t head,
              const char* how, std::string_view payload) {
@@ -82,7 +56,7 @@ void compare(const std::vector<line>& want, const std::vector<line>& got, std::s
                           std::to_string(want.size()) + "; max " + std::to_string(max) + " head " +
                           std::to_string(head) + " payload " + printable(payload));
   for (std::size_t i = 0; i < want.size(); ++i) {
-    if (want[i] == got[i] || known_bug_framer_1(want[i], got[i], head)) continue;
+    if (want[i] == got[i]) continue;
     agenthost::fuzz::fail(std::string(how) + ": line " + std::to_string(i) + " is [" + printable(got[i].text) + "] " +
                           (got[i].oversize ? "oversize" : "whole") + " total " + std::to_string(got[i].total) +
                           ", reference [" + printable(want[i].text) + "] " + (want[i].oversize ? "oversize" : "whole") +

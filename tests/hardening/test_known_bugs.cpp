@@ -1,5 +1,6 @@
-// Reported bugs found by the fuzz targets, as plain tests of the public API (the fuzz inputs are in
-// tests/fuzz/regressions/<target>/kb-*). DISABLED until fixed: enable each with its fix.
+// Bugs found by the fuzz targets, as plain tests of the public API (their fuzz inputs are in
+// tests/fuzz/regressions/<target>/framer-1-*, cli-*). All fixed (db5a8bf); kept as regression tests. The comments
+// describe the behaviour before the fix.
 #include <agenthost/process/line_framer.hpp>
 
 #include <gtest/gtest.h>
@@ -44,7 +45,7 @@ std::vector<framed> frame(line_framer& f, const std::vector<std::string>& reads)
   return out;
 }
 
-// KB-FRAMER-1 (process/include/agenthost/process/line_framer.hpp, commit() → spill_to_oversize(), emit()): at a read
+// Regression KB-FRAMER-1 (process/include/agenthost/process/line_framer.hpp, commit() → spill_to_oversize(), emit()): at a read
 // boundary the framer compares the *raw* partial line — its trailing '\r' included — with max_line_bytes. A line of
 // exactly max bytes followed by "\r\n" is delivered whole when "\r\n" arrives in one read, but as oversize (head
 // only, total_bytes = max + 1, counting the '\r' that total_bytes excludes by definition) when the read ends between
@@ -56,7 +57,7 @@ TEST(KnownBugs, FramerCrLfAtAReadBoundaryDoesNotMakeALineOversize) {
   EXPECT_EQ(frame(split, {"abcd\r", "\nxy\n"}), whole);  // observed: {"ab", oversize, 5}, {"xy", …}
 }
 
-// KB-FRAMER-1, BOM half: a first line that starts with a UTF-8 BOM and spills (oversize) keeps the BOM in its head
+// Regression KB-FRAMER-1, BOM half: a first line that starts with a UTF-8 BOM and spills (oversize) keeps the BOM in its head
 // (or a part of it when oversize_head_bytes < 3) and counts its 3 bytes in total_bytes; a line delivered whole has
 // the BOM stripped and not counted. Expected: the BOM stripped and not counted either way.
 TEST(KnownBugs, FramerBomOnAnOversizeFirstLineIsStrippedAndNotCounted) {
@@ -76,7 +77,7 @@ std::variant<agenthost::cli::parsed, std::string> parse(std::vector<std::string>
   return agenthost::cli::parse_command_line(static_cast<int>(args.size()), argv.data());
 }
 
-// KB-CLI-1 (cli/options.cpp, parse_duration): the parsed double is cast to long long without a range check — "nan",
+// Regression KB-CLI-1 (cli/options.cpp, parse_duration): the parsed double is cast to long long without a range check — "nan",
 // "inf", "1e300" or anything above ~9.2e15 s is undefined behaviour (UBSan: "1e+303 is outside the range of
 // representable values of type 'long long'"; x86 yields LLONG_MIN, a negative watchdog). Expected: usage error.
 TEST(KnownBugs, CliRejectsDurationsOutOfRange) {
@@ -87,14 +88,14 @@ TEST(KnownBugs, CliRejectsDurationsOutOfRange) {
   }
 }
 
-// KB-CLI-2 (cli/options.cpp, --delay-ms): strtol's long is range-checked only for < 0, then narrowed to int:
+// Regression KB-CLI-2 (cli/options.cpp, --delay-ms): strtol's long is range-checked only for < 0, then narrowed to int:
 // "2147483648" becomes -2147483648. Expected: usage error above INT_MAX.
 TEST(KnownBugs, CliRejectsDelayAboveIntMax) {
   auto r = parse({"replay", "--agent", "pi", "--delay-ms", "2147483648", "f.jsonl"});
   ASSERT_TRUE(std::holds_alternative<std::string>(r)) << std::get<agenthost::cli::parsed>(r).replay_delay_ms;
 }
 
-// KB-CLI-3 (cli/options.cpp, PROMPT): only a missing PROMPT is refused; `run --agent pi ""` (or only empty words)
+// Regression KB-CLI-3 (cli/options.cpp, PROMPT): only a missing PROMPT is refused; `run --agent pi ""` (or only empty words)
 // runs pi with an empty prompt. Expected: "missing PROMPT".
 TEST(KnownBugs, CliRejectsAnEmptyPrompt) {
   EXPECT_TRUE(std::holds_alternative<std::string>(parse({"run", "--agent", "pi", ""})));
