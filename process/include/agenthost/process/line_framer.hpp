@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>
@@ -118,7 +119,11 @@ class line_framer {
   [[nodiscard]] std::size_t counted_partial() const noexcept {
     const std::string_view part{buf_.data() + begin_, end_ - begin_};
     std::size_t n = part.size();
-    if (stream_start_ && part.substr(0, 3) == "\xEF\xBB\xBF") n -= 3;
+    if (stream_start_) {  // a BOM, or the beginning of one still arriving, does not count
+      constexpr std::string_view bom = "\xEF\xBB\xBF";
+      const std::size_t k = std::min<std::size_t>(part.size(), 3);
+      if (part.substr(0, k) == bom.substr(0, k)) n -= k;
+    }
     if (!part.empty() && part.back() == '\r') --n;
     return n;
   }
