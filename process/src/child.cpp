@@ -559,7 +559,6 @@ struct child::impl : std::enable_shared_from_this<impl> {
   }
 
   void finish_stop(std::vector<int> survivors) {
-    error_code ignored;
     stop_timer.cancel();
     stop_report r;
     r.phase = phase;
