@@ -17,8 +17,6 @@ agents=("@mariozechner/pi-coding-agent@0.73.1")
 #   @earendil-works/pi-coding-agent@1.6.0   pi's successor package; needs Node >= 22.19.0 and installs the same `pi`
 #                                           command, so it would go into its own prefix (e.g. .npm-agents/pi-1/) and
 #                                           be run with AGENTHOST_REAL_PI=.npm-agents/pi-1/node_modules/.bin/pi
-#   @openai/codex@0.171.0                   Node >= 16 (the npm package ships the native binary)
-#   @google/gemini-cli@0.61.0               Node >= 20
 min_node_major=20 min_node_minor=6
 
 note() { echo "install-agents: $*"; }
@@ -115,6 +113,64 @@ claude_rc=0
 install_claude "${1:-}" || claude_rc=1
 [[ "${1:-}" == "--check" && $claude_rc -ne 0 ]] && check_failed=1
 # --- end of Claude Code ------------------------------------------------------------------------------------------
+
+# --- Codex and Gemini CLI ----------------------------------------------------------------------------------------
+# Each in its own prefix (.npm-agents/codex/, .npm-agents/gemini/) with its own status file
+# (.npm-agents/install-status-<name>.txt, printed by its tests when they skip); pi's install below is unaffected.
+#   @openai/codex 0.171.0: engines node >= 16; a JS launcher (bin/codex.js) that runs the native binary of the
+#     optional dependency @openai/codex-<platform> (an npm alias of @openai/codex@0.171.0-<platform>, from the registry).
+#   @google/gemini-cli 0.61.0: engines node >= 20; one bundled script (bundle/gemini.js), runs on Node 20.
+# Installed means: `<bin> --version` prints the pinned version (for Codex that proves the native binary is there).
+own_prefix_agents=("codex|@openai/codex@0.171.0|16|codex|codex-cli 0.171.0"
+                   "gemini|@google/gemini-cli@0.61.0|20|gemini|0.61.0")
+
+install_own_prefix() {  # install_own_prefix NAME SPEC MIN_NODE_MAJOR BIN VERSION_LINE [--check]
+  local name=$1 spec=$2 min_major=$3 bin=$4 want=$5 mode=${6:-}
+  local dir="$prefix/$name" status="$prefix/install-status-$name.txt" log="$prefix/$name-install.log"
+  local exe="$dir/node_modules/.bin/$bin" rc
+  own_record() { mkdir -p "$prefix"; echo "$*" >"$status"; note "$name: $*"; }
+  if [[ -x "$exe" ]] && [[ "$(timeout 20 "$exe" --version 2>/dev/null)" == "$want" ]]; then
+    note "$spec is installed"
+    [[ "$mode" == "--check" ]] || own_record "ok: $spec ($want; node $(node --version))"
+    return 0
+  fi
+  if [[ "$mode" == "--check" ]]; then note "missing: $spec"; return 1; fi
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    own_record "not installed: node/npm not found on PATH ($spec needs Node >= $min_major); the real $name tests skip"
+    return 0
+  fi
+  if ! node_at_least "$min_major" 0; then
+    own_record "not installed: node $(node --version) is older than $min_major, which $spec needs; the real $name tests skip"
+    return 0
+  fi
+  note "installing $spec into $dir/"
+  mkdir -p "$dir"
+  timeout 900 npm install --prefix "$dir" --save-exact --no-audit --no-fund --no-progress --loglevel=error \
+    --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=10000 --fetch-timeout=60000 \
+    "$spec" >"$log" 2>&1
+  rc=$?
+  local got
+  got=$(timeout 20 "$exe" --version 2>&1 | head -n 3)
+  if [[ $rc -ne 0 ]]; then
+    local reason="npm install failed (exit $rc)"
+    [[ $rc -eq 124 ]] && reason="npm install timed out after 900 s"
+    grep -qiE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|network|socket hang up' "$log" \
+      && reason="npm registry unreachable ($(npm config get registry 2>/dev/null)); $reason"
+    tail -n 10 "$log" | sed 's/^/  npm: /'
+    own_record "not installed: $reason; see $log; the real $name tests skip"
+  elif [[ "$got" != "$want" ]]; then
+    own_record "not installed: npm installed $spec but '$exe --version' prints '${got//$'\n'/ }', not '$want' (native binary missing? see $log); the real $name tests skip"
+  else
+    own_record "ok: $spec ($want; node $(node --version))"
+  fi
+  return 0
+}
+
+for entry in "${own_prefix_agents[@]}"; do
+  IFS='|' read -r a_name a_spec a_node a_bin a_want <<<"$entry"
+  install_own_prefix "$a_name" "$a_spec" "$a_node" "$a_bin" "$a_want" "${1:-}" || check_failed=1
+done
+# --- end of Codex and Gemini CLI ---------------------------------------------------------------------------------
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   record "not installed: node/npm not found on PATH (pi needs Node >= $min_node_major.$min_node_minor with npm)"

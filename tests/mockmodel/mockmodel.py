@@ -8,8 +8,8 @@ Listens on 127.0.0.1 on a free port (never any other address), prints `PORT <n>`
 (scenarios.json), selected by the request's model id or by a `/s/<scenario>` prefix of the path, and logged as one
 JSON line to --log. It exits by itself after --max-seconds (default 900), and when its parent goes away.
 
-Wire formats: OpenAI Chat Completions streaming (pi's `openai-completions`). Adding another API is one module with
-the interface of wire_openai_chat.OpenAIChatWire, listed in WIRES below.
+Wire formats: OpenAI Chat Completions streaming (pi's `openai-completions`), Anthropic Messages (Claude Code). Adding
+another API is one module with the interface of wire_openai_chat.OpenAIChatWire, listed in WIRES below.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scenario  # noqa: E402
+from wire_anthropic import AnthropicMessagesWire  # noqa: E402
 from wire_openai_chat import OpenAIChatWire  # noqa: E402
+from wire_openai_responses import OpenAIResponsesWire  # noqa: E402
 
-WIRES = [OpenAIChatWire()]  # later: AnthropicMessagesWire, OpenAIResponsesWire, GeminiWire
+WIRES = [OpenAIChatWire(), OpenAIResponsesWire(), AnthropicMessagesWire()]  # later: GeminiWire
 
 
 class MockServer(ThreadingHTTPServer):
@@ -97,6 +99,11 @@ class Handler(BaseHTTPRequestHandler):
         model = wire.model(path, body)
         name = forced or model
         record.update(wire=wire.name, model=model, scenario=name, **wire.summary(body))
+        direct = wire.direct(path, body) if hasattr(wire, "direct") else None
+        if direct is not None:  # an answer that comes from no scenario (e.g. Anthropic's count_tokens)
+            record.update(status=direct[0], outcome="direct", turn=None)
+            self.server.log(record)
+            return self._send(*direct)
         sc = self.server.scenarios.get(name)
         if sc is None:
             turn: scenario.Turn = scenario.HttpError(
@@ -110,19 +117,17 @@ class Handler(BaseHTTPRequestHandler):
             turn = sc.turn(index, attempt)
         if isinstance(turn, scenario.HttpError):
             status, headers, payload = wire.error(turn)
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self._send(status, headers, payload)
             record.update(status=status, outcome="http_error")
+        elif hasattr(wire, "streaming") and not wire.streaming(body):  # a non-streaming request: one JSON answer
+            self._send(200, {"Content-Type": "application/json"}, wire.complete(turn, model, no))
+            record.update(status=200, outcome="complete_json")
         else:
-            record.update(status=200, outcome=self._stream(wire, turn, model, no))
+            record.update(status=200, outcome=self._stream(wire, turn, model, no, body, name))
         record["ms"] = round((time.monotonic() - started) * 1000)
         self.server.log(record)
 
-    def _stream(self, wire, reply: scenario.Reply, model: str, no: int) -> str:
+    def _stream(self, wire, reply: scenario.Reply, model: str, no: int, body: dict, name: str) -> str:
         self.send_response(200)
         self.send_header("Content-Type", wire.content_type)
         self.send_header("Cache-Control", "no-cache")
@@ -130,7 +135,10 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         delay = reply.chunk_delay_ms / 1000.0
         try:
-            for i, data in enumerate(wire.stream(reply, model, no)):
+            # A wire with `uses_request_body` also gets the request (e.g. the tools it offers).
+            events = (wire.stream(reply, model, no, body) if getattr(wire, "uses_request_body", False)
+                      else wire.stream(reply, model, no))
+            for i, data in enumerate(events):
                 if reply.cut_after is not None and i >= reply.cut_after:
                     self.close_connection = True
                     self.wfile.flush()
@@ -140,12 +148,22 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+                if i == 0:  # a separate record, before the request's own: its first event is out
+                    self.server.log({"n": no, "stream_started": name})
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
             return "complete"
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             return "client_gone"
+
+    def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def _not_found(self):
         payload = json.dumps({"error": {"message": f"mockmodel: no route for {self.command} {self.path}",

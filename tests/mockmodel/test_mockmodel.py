@@ -173,5 +173,83 @@ class MockModelTest(unittest.TestCase):
                 p.stdout.close()
 
 
+def named_sse_events(raw: bytes) -> list:
+    """`event: <type>` + `data: <json>` blocks (OpenAI Responses): the data objects, checked against their names."""
+    out = []
+    for block in raw.decode("utf-8").split("\n\n"):
+        if not block.strip():
+            continue
+        head, _, data = block.partition("\n")
+        assert head.startswith("event: ") and data.startswith("data: "), block
+        event = json.loads(data[len("data: "):])
+        assert event["type"] == head[len("event: "):], block
+        out.append(event)
+    return out
+
+
+class ResponsesWireTest(unittest.TestCase):
+    """OpenAI Responses (Codex): POST …/responses."""
+    setUpClass = MockModelTest.__dict__["setUpClass"]
+    tearDownClass = MockModelTest.__dict__["tearDownClass"]
+    post = MockModelTest.post
+
+    CODEX_TOOLS = [{"type": "function", "name": "exec_command"}, {"type": "function", "name": "write_stdin"}]
+
+    def responses(self, model: str, items: list | None = None, tools: list | None = None):
+        return self.post({"model": model, "stream": True, "tools": self.CODEX_TOOLS if tools is None else tools,
+                          "input": items or [{"type": "message", "role": "user", "content": []}]}, "/v1/responses")
+
+    def test_tool_turn_reasoning_text_and_the_shell_call(self):
+        status, raw = self.responses("tool")
+        self.assertEqual(status, 200)
+        events = named_sse_events(raw)
+        kinds = [e["type"] for e in events]
+        self.assertEqual(kinds[0], "response.created")
+        self.assertEqual(kinds[-1], "response.completed")
+        self.assertEqual([e["sequence_number"] for e in events], list(range(len(events))))
+        self.assertEqual("".join(e["delta"] for e in events if e["type"] == "response.reasoning_summary_text.delta"),
+                         "The user wants me to run echo. I will call the bash tool.")
+        self.assertEqual("".join(e["delta"] for e in events if e["type"] == "response.output_text.delta"),
+                         "Running the command now.")
+        done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+        self.assertEqual([i["type"] for i in done], ["reasoning", "message", "function_call"])
+        call = done[2]
+        # The scripted generic `bash` call goes out as the shell tool the request offers.
+        self.assertEqual((call["name"], call["call_id"]), ("exec_command", "call_mock_echo_1"))
+        self.assertEqual(json.loads(call["arguments"]), {"cmd": "echo agenthost-tool-output"})
+        pieces = [e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta"]
+        self.assertEqual(len(pieces), 3)
+        self.assertEqual("".join(pieces), call["arguments"])
+        usage = events[-1]["response"]["usage"]
+        self.assertEqual((usage["input_tokens"], usage["total_tokens"]), (100, 100 + usage["output_tokens"]))
+        # Other shell tools: shell_command takes a string, shell an argv; unknown tools: unchanged.
+        for tools, want in (([{"type": "function", "name": "shell_command"}], ("shell_command", {"command": "echo agenthost-tool-output"})),
+                            ([{"type": "function", "name": "shell"}], ("shell", {"command": ["bash", "-lc", "echo agenthost-tool-output"]})),
+                            ([], ("bash", {"command": "echo agenthost-tool-output"}))):
+            events = named_sse_events(self.responses("tool", tools=tools)[1])
+            call = [e["item"] for e in events if e["type"] == "response.output_item.done"][-1]
+            self.assertEqual((call["name"], json.loads(call["arguments"])), want)
+
+    def test_the_turn_counts_tool_outputs_after_the_last_user_message(self):
+        items = [{"type": "message", "role": "developer", "content": []},
+                 {"type": "message", "role": "user", "content": []},
+                 {"type": "reasoning", "summary": []}, {"type": "message", "role": "assistant", "content": []},
+                 {"type": "function_call", "call_id": "call_mock_echo_1", "name": "exec_command", "arguments": "{}"},
+                 {"type": "function_call_output", "call_id": "call_mock_echo_1", "output": "agenthost-tool-output"}]
+        status, raw = self.responses("tool", items)
+        self.assertEqual(status, 200)
+        events = named_sse_events(raw)
+        text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+        self.assertIn("你好，世界! café 🌍", text)
+        self.assertNotIn("function_call", [e["item"]["type"] for e in events if e["type"] == "response.output_item.done"])
+
+    def test_http_errors_are_openai_error_bodies(self):
+        for name, code, err in (("http500", 500, "server_error"), ("http429", 429, "rate_limit_exceeded")):
+            status, raw = self.responses(name)
+            self.assertEqual(status, code)
+            body = json.loads(raw)["error"]
+            self.assertIn("mock", body["message"])
+            self.assertEqual(body["code"], err)
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,2 @@
+// placeholder until the Gemini suite lands
+#include <gtest/gtest.h>
