@@ -14,6 +14,33 @@ constexpr const version& first_with_double_dash = pi_versions::double_dash;
 constexpr const version& first_with_max_thinking = pi_versions::thinking_max;
 
 bool at_least(const std::optional<version>& v, const version& min) { return v && *v >= min; }
+
+// Length of the whitespace (JS String.prototype.trim's set, in UTF-8) at the end (or start) of `s`: TAB, LF, VT, FF,
+// CR, space, U+00A0, U+1680, U+2000–U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF.
+std::size_t js_space_at(std::string_view s, bool at_end) {
+  auto is_space = [](std::string_view c) {
+    if (c.size() == 1) return c[0] == ' ' || (c[0] >= '\t' && c[0] <= '\r');
+    if (c.size() == 2) return c == "\xC2\xA0";
+    if (c.size() != 3) return false;
+    if (c == "\xE1\x9A\x80" || c == "\xE2\x81\x9F" || c == "\xE3\x80\x80" || c == "\xEF\xBB\xBF") return true;
+    if (c[0] != '\xE2' || c[1] != '\x80') return false;
+    const auto b = static_cast<unsigned char>(c[2]);
+    return (b >= 0x80 && b <= 0x8A) || b == 0xA8 || b == 0xA9 || b == 0xAF;
+  };
+  std::size_t n = 0;
+  for (;;) {
+    const std::string_view rest = at_end ? s.substr(0, s.size() - n) : s.substr(n);
+    std::size_t step = 0;
+    for (std::size_t k = 1; k <= 3 && k <= rest.size(); ++k) {
+      if (is_space(at_end ? rest.substr(rest.size() - k) : rest.substr(0, k))) {
+        step = k;
+        break;
+      }
+    }
+    if (step == 0) return n;
+    n += step;
+  }
+}
 }  // namespace
 
 std::optional<version> version::parse(std::string_view text) {
@@ -50,9 +77,10 @@ bool pi_thinking_level_valid(std::string_view level, const std::optional<version
   return level == "max" && at_least(v, first_with_max_thinking);
 }
 
-boost::system::result<std::vector<std::string>, std::string> build_pi_arguments(const pi_options& o,
-                                                                                std::string_view prompt) {
-  std::vector<std::string> a;
+boost::system::result<pi_command, std::string> build_pi_command(const pi_options& o, std::string_view prompt) {
+  if (o.run.stdin_data) return std::string("pi_options::run.stdin_data must be empty: the provider uses it for the prompt");
+  pi_command cmd;
+  std::vector<std::string>& a = cmd.args;
   // Extra arguments first: an unknown flag consumes the next argument unless it starts with '-', and ours all do.
   a.insert(a.end(), o.extra_args.begin(), o.extra_args.end());
   a.insert(a.end(), {"--mode", "json"});
@@ -95,30 +123,71 @@ boost::system::result<std::vector<std::string>, std::string> build_pi_arguments(
   for (const auto& p : o.append_system_prompt) a.insert(a.end(), {"--append-system-prompt", p});
   // -p last among the flags: in pi 1.x it consumes the next argument as the prompt unless that starts with '-'.
   a.emplace_back("-p");
+  const bool via_stdin =
+      o.prompt_delivery == pi_prompt_delivery::stdin ||
+      (o.prompt_delivery == pi_prompt_delivery::automatic &&
+       (prompt.size() > pi_prompt_argv_max || (!prompt.empty() && prompt.front() == '@')));
+  std::string_view argument = prompt;
+  if (via_stdin) {
+    // pi: stdin.trim() + the first message, joined with nothing between. The trimmed text goes to stdin unchanged;
+    // its trailing whitespace, which trim() would drop, follows as the argument; leading whitespace is lost.
+    const std::size_t lead = js_space_at(prompt, false);
+    const std::string_view rest = prompt.substr(lead);
+    const std::size_t trail = js_space_at(rest, true);
+    if (trail == rest.size()) {  // nothing but whitespace: stdin would be empty, pi takes the argument alone
+      cmd.stdin_text.emplace();
+    } else {
+      cmd.stdin_text.emplace(rest.substr(0, rest.size() - trail));
+      argument = rest.substr(rest.size() - trail);
+    }
+    if (argument.empty()) return cmd;
+  }
   if (at_least(o.pi_version, first_with_double_dash)) {
     a.emplace_back("--");
-    a.emplace_back(prompt);
-  } else if (!prompt.empty() && prompt.front() == '-') {
-    // No `--` before pi 1.6: a leading space keeps the prompt from being parsed as a flag.
-    a.emplace_back(" " + std::string(prompt));
+    a.emplace_back(argument);
+  } else if (!argument.empty() && (argument.front() == '-' || argument.front() == '@')) {
+    // No `--` before pi 1.6: a leading space keeps the prompt from being parsed as a flag or an @file.
+    a.emplace_back(" " + std::string(argument));
   } else {
-    a.emplace_back(prompt);
+    a.emplace_back(argument);
   }
-  return a;
+  return cmd;
+}
+
+boost::system::result<std::vector<std::string>, std::string> build_pi_arguments(const pi_options& o,
+                                                                                std::string_view prompt) {
+  auto cmd = build_pi_command(o, prompt);
+  if (!cmd) return cmd.error();
+  return std::move(cmd->args);
+}
+
+pi_run make_pi_run(const pi_options& o, std::string_view prompt) {
+  pi_run r{.spawn = spawn_request(boost::system::in_place_error, std::string()), .run = o.run};
+  auto cmd = build_pi_command(o, prompt);
+  if (!cmd) {
+    r.spawn = spawn_request(boost::system::in_place_error, cmd.error());
+    return r;
+  }
+  const bool via_stdin = cmd->stdin_text.has_value();
+  r.run.stdin_data = std::move(cmd->stdin_text);
+  r.spawn = process::spawn_options{.executable = o.executable,
+                                   .args = std::move(cmd->args),
+                                   .working_directory = o.working_directory,
+                                   .env = o.env,
+                                   // pi reads piped stdin to EOF before doing anything: the prompt, or /dev/null.
+                                   .stdin_mode = via_stdin ? process::stdin_kind::pipe : process::stdin_kind::null,
+                                   .containment = o.containment,
+                                   .reaper_path = o.reaper_path,
+                                   .log = o.log};
+  return r;
 }
 
 spawn_request pi_spawn_options(const pi_options& o, std::string_view prompt) {
-  auto args = build_pi_arguments(o, prompt);
-  if (!args) return spawn_request(boost::system::in_place_error, args.error());
-  return process::spawn_options{.executable = o.executable,
-                                .args = std::move(*args),
-                                .working_directory = o.working_directory,
-                                .env = o.env,
-                                // pi reads piped stdin to EOF before doing anything: give it /dev/null.
-                                .stdin_mode = process::stdin_kind::null,
-                                .containment = o.containment,
-                                .reaper_path = o.reaper_path,
-                                .log = o.log};
+  auto r = make_pi_run(o, prompt);
+  if (r.spawn && r.run.stdin_data)
+    return spawn_request(boost::system::in_place_error,
+                         std::string("this prompt goes through pi's stdin (prompt_delivery): use make_pi_run()"));
+  return std::move(r.spawn);
 }
 
 std::unique_ptr<mapper::event_mapper> make_pi_mapper(const pi_options& o) {
@@ -127,7 +196,8 @@ std::unique_ptr<mapper::event_mapper> make_pi_mapper(const pi_options& o) {
 }
 
 transport::message run_pi(const pi_options& options, std::string_view prompt, const message_handler& on_message) {
-  return run_agent(pi_spawn_options(options, prompt), make_pi_mapper(options), options.run, on_message);
+  auto run = make_pi_run(options, prompt);
+  return run_agent(std::move(run.spawn), make_pi_mapper(options), std::move(run.run), on_message);
 }
 
 }  // namespace agenthost::providers

@@ -1,9 +1,12 @@
-// Security properties of spawning: argv only (prompts and ids are never interpreted by a shell or read as flags),
-// explicit environment inheritance (the allow-list hides secrets, also from the reaper helper), and the prompt size
-// limit of an argv-only design.
+// Security properties of spawning: argv and stdin only (prompts and ids are never interpreted by a shell or read as
+// flags or files), explicit environment inheritance (the allow-list hides secrets, also from the reaper helper), and
+// prompts of any size (through stdin above the argv threshold; argv-only delivery fails clearly at the kernel's limit).
 #include "hardening_util.hpp"
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 
 using namespace agenthost;
 using namespace agenthost::test;
@@ -17,11 +20,12 @@ const std::string tool_turn = fixtures + "/pi/pi-0.73.1-json-tool-turn.jsonl";
 
 class Security : public provider_fixture {
  protected:
-  // A stand-in `pi` (a script) that records its argv NUL-separated, then replays a transcript.
+  // A stand-in `pi` (a script) that records its argv NUL-separated and its stdin byte for byte, then replays a
+  // transcript.
   std::string stand_in_pi() {
     const std::string pi = dir + "/pi";
-    write_file(pi, "#!/bin/sh\nprintf '%s\\0' \"$@\" > '" + dir + "/argv'\nexec '" + AGENTHOST_FAKE_AGENT +
-                       "' replay '" + tool_turn + "'\n");
+    write_file(pi, "#!/bin/sh\nprintf '%s\\0' \"$@\" > '" + dir + "/argv'\ncat > '" + dir + "/stdin'\nexec '" +
+                       AGENTHOST_FAKE_AGENT + "' replay '" + tool_turn + "'\n");
     std::filesystem::permissions(pi, std::filesystem::perms::owner_all);
     return pi;
   }
@@ -96,6 +100,7 @@ TEST_F(Security, PromptsReachPiVerbatimAsOneArgumentNeverThroughAShell) {
     for (const auto& prompt : prompts) {
       auto o = pi_options(pi);
       o.pi_version = version;
+      o.prompt_delivery = providers::pi_prompt_delivery::argv;
       const auto terminal = run_pi(o, prompt);
       EXPECT_EQ(terminal.type, message_type::terminal_completed) << prompt.substr(0, 40);
       const auto argv = recorded_argv();
@@ -138,19 +143,100 @@ TEST_F(Security, IdsAndOptionValuesAreSingleArgumentsAndIdsCannotBeFlags) {
   EXPECT_EQ(run_pi(o, "hi").content.at("reason"), "start_failed") << "a tool name cannot be a flag";
 }
 
-TEST_F(Security, PromptAboveTheKernelsArgumentLimitIsAClearStartFailure) {
-  // argv-only means the prompt is one argument: Linux limits one argument to MAX_ARG_STRLEN (32 pages = 128 KiB).
-  // A 1 MiB prompt cannot be passed; the run must say so (start_failed, E2BIG), not crash or hang.
+// 1 MiB of varied bytes (text, newlines, shell syntax, flags, @file, UTF-8, control bytes), ending in a non-space.
+std::string mebibyte_prompt() {
+  static const char* const pieces[] = {"fix the test ", "\n", "$(touch /tmp/pwned) ", "`id` ", "; rm -rf / # ",
+                                       "caf\xC3\xA9 ", "\xF0\x9F\x98\x80", "--help ", "@/etc/passwd ", "\t",
+                                       "\x01\x7F", "'\"\\", "\xE3\x80\x80", "\r\n"};
+  std::string s;
+  std::uint64_t state = 1;
+  while (s.size() < (std::size_t{1} << 20)) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    s += pieces[(state >> 33) % std::size(pieces)];
+  }
+  s.resize((std::size_t{1} << 20) - 1);
+  s += '.';
+  return s;
+}
+
+TEST_F(Security, MebibytePromptReachesPiExactlyThroughStdin) {
+  // Above the argv threshold the prompt goes to pi's stdin (pi reads it to EOF, trims it, and puts it before the
+  // prompt argument). Checked byte for byte: what the stand-in read on stdin, its argv, and what pi 0.73.1 would make
+  // of both (stdin.trim() + argument).
   const std::string pi = stand_in_pi();
-  const auto t = run_pi(pi_options(pi), std::string(std::size_t{1} << 20, 'p'));
+  const std::string core = mebibyte_prompt();
+  struct variant {
+    std::string prompt, stdin_bytes, argument, pi_sees;
+  };
+  const std::vector<variant> variants{
+      {core, core, "", core},
+      {core + "\n\n \t", core, "\n\n \t", core + "\n\n \t"},  // trailing whitespace survives as the argument
+      {" \n\t" + core, core, "", core},                     // leading whitespace is dropped (documented)
+      {"-" + core, "-" + core, "", "-" + core},               // no flag, no leading space needed
+  };
+  for (const auto& version : {std::optional<providers::version>{}, std::optional(providers::version{1, 6, 0})}) {
+    for (const auto& v : variants) {
+      std::filesystem::remove(dir + "/stdin");
+      auto o = pi_options(pi);
+      o.pi_version = version;
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto terminal = run_pi(o, v.prompt);
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+      ASSERT_EQ(terminal.type, message_type::terminal_completed) << terminal.to_json_line().substr(0, 400);
+      const std::string got = read_file(dir + "/stdin");
+      EXPECT_EQ(got.size(), v.stdin_bytes.size());
+      EXPECT_TRUE(got == v.stdin_bytes) << "stdin differs from the expected bytes";
+      const auto argv = recorded_argv();
+      ASSERT_GE(argv.size(), 1u);
+      std::string argument;
+      if (v.argument.empty()) {
+        EXPECT_EQ(argv.back(), "-p") << "nothing after -p";
+      } else {
+        argument = argv.back();
+        EXPECT_EQ(argv[argv.size() - 2], version ? "--" : "-p");
+      }
+      EXPECT_EQ(argument, v.argument);
+      EXPECT_TRUE(got + argument == v.pi_sees) << "pi would not see the prompt";
+      std::size_t argv_bytes = 0;
+      for (const auto& a : argv) argv_bytes += a.size();
+      EXPECT_LT(argv_bytes, 1000u) << "the prompt must not also be in argv";
+      EXPECT_FALSE(std::filesystem::exists("/tmp/pwned"));
+      report_figure("security 1 MiB prompt through stdin (" + std::to_string(v.prompt.size()) +
+                    " bytes) to a stand-in pi: " + std::to_string(ms.count()) + " ms");
+    }
+  }
+}
+
+TEST_F(Security, AtFilePromptsGoThroughStdinNeverReadAsFiles) {
+  // pi reads an argument starting with '@' as a file to attach: "@/etc/passwd" must stay text.
+  const std::string pi = stand_in_pi();
+  EXPECT_EQ(run_pi(pi_options(pi), "@/etc/passwd summarize").type, message_type::terminal_completed);
+  EXPECT_EQ(read_file(dir + "/stdin"), "@/etc/passwd summarize");
+  EXPECT_EQ(recorded_argv().back(), "-p");
+  auto o = pi_options(pi);
+  o.prompt_delivery = providers::pi_prompt_delivery::argv;  // forced argv: one leading space (pi 0.73.1 has no --)
+  EXPECT_EQ(run_pi(o, "@/etc/passwd").type, message_type::terminal_completed);
+  EXPECT_EQ(recorded_argv().back(), " @/etc/passwd");
+}
+
+TEST_F(Security, ArgvDeliveryAboveTheKernelsLimitIsAClearStartFailureBeforeSpawning) {
+  // Forced argv: Linux limits one argument to MAX_ARG_STRLEN (32 pages = 128 KiB). The run says so, names the limit,
+  // and spawns nothing.
+  const std::string pi = stand_in_pi();
+  auto o = pi_options(pi);
+  o.prompt_delivery = providers::pi_prompt_delivery::argv;
+  const auto t = run_pi(o, std::string(std::size_t{1} << 20, 'p'));
   ASSERT_EQ(t.type, message_type::terminal_failed);
   EXPECT_EQ(t.content.at("reason"), "start_failed");
+  EXPECT_EQ(t.content.at("error"), "argument_list_too_long");
   const std::string text = t.content.at("text").get<std::string>();
-  EXPECT_NE(text.find("Argument list too long"), std::string::npos) << text;
-  report_figure("security 1 MiB prompt: " + t.to_json_line().substr(0, 300));
+  EXPECT_NE(text.find("MAX_ARG_STRLEN"), std::string::npos) << text;
+  EXPECT_NE(text.find("1048576 bytes"), std::string::npos) << text;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/argv")) << "nothing may be spawned";
+  report_figure("security 1 MiB prompt forced through argv: " + t.to_json_line().substr(0, 300));
   // Just below the limit works.
   const std::string big(128 * 1024 - 2, 'p');  // + the terminating NUL stays within 128 KiB
-  EXPECT_EQ(run_pi(pi_options(pi), big).type, message_type::terminal_completed);
+  EXPECT_EQ(run_pi(o, big).type, message_type::terminal_completed);
   EXPECT_EQ(recorded_argv().back(), big);
 }
 

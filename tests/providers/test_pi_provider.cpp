@@ -7,7 +7,11 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
 #include <fstream>
+#include <iostream>
 
 using namespace agenthost;
 using namespace agenthost::test;
@@ -134,6 +138,126 @@ TEST_F(PiProvider, StartFailuresAreTerminalMessagesNotExceptions) {
   auto invalid = run(providers::pi_spawn_options({.thinking_level = "extreme"}, "x"));
   EXPECT_EQ(invalid.terminal.content.at("reason"), "start_failed");
   EXPECT_NE(invalid.terminal.content.at("text").get<std::string>().find("extreme"), std::string::npos);
+}
+
+namespace {
+std::string fnv1a64_hex(std::string_view bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+// 1 MiB of varied bytes: text, newlines, shell syntax, UTF-8 and a few binary bytes; never ends in whitespace.
+std::string large_prompt(std::size_t size = std::size_t{1} << 20) {
+  static const char* const pieces[] = {"fix the test ", "\n", "$(touch /tmp/x) ", "`id`", "caf\xC3\xA9 ", "\xF0\x9F\x98\x80",
+                                       "--help ", "@file ", "\t", "\x01\x7F", "'\"\\", "\xE3\x80\x80"};
+  std::string s;
+  std::uint64_t state = 7;
+  while (s.size() < size) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    s += pieces[(state >> 33) % std::size(pieces)];
+  }
+  s.resize(size - 1);
+  s += 'Z';
+  return s;
+}
+
+// Hands every line to the pi mapper and keeps a copy.
+class recording_mapper final : public mapper::event_mapper {
+ public:
+  recording_mapper(std::vector<std::string>& lines) : inner_(providers::make_pi_mapper({})), lines_(lines) {}
+  void on_line(std::string_view line, std::vector<message>& out) override {
+    lines_.emplace_back(line);
+    inner_->on_line(line, out);
+  }
+  void on_oversize_line(std::string_view head, std::size_t total, std::vector<message>& out) override {
+    inner_->on_oversize_line(head, total, out);
+  }
+  [[nodiscard]] bool agent_finished() const noexcept override { return inner_->agent_finished(); }
+  void finish(const mapper::run_end& end, std::vector<message>& out) override { inner_->finish(end, out); }
+  [[nodiscard]] const mapper::mapper_stats& stats() const noexcept override { return inner_->stats(); }
+
+ private:
+  std::unique_ptr<mapper::event_mapper> inner_;
+  std::vector<std::string>& lines_;
+};
+}  // namespace
+
+TEST_F(PiProvider, StdinDataReachesTheAgentCompleteThenEof) {
+  const std::string data = large_prompt();
+  auto spawn = fake({"stdin-digest", "replay", tool_turn});
+  spawn.stdin_mode = process::stdin_kind::pipe;
+  std::vector<std::string> lines;
+  std::vector<message> got;
+  bool done = false;
+  message terminal;
+  const auto t0 = std::chrono::steady_clock::now();
+  providers::async_run_agent(io.get_executor(), std::move(spawn), std::make_unique<recording_mapper>(lines),
+                             {.stdin_data = data}, [&](const message& m) { got.push_back(m); },
+                             [&](boost::system::error_code, message t) {
+                               terminal = std::move(t);
+                               done = true;
+                             });
+  ASSERT_TRUE(run_until(io, [&] { return done; }, 30s));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  EXPECT_EQ(terminal.type, message_type::terminal_completed);
+  ASSERT_FALSE(lines.empty());
+  const auto digest = nlohmann::json::parse(lines.front());
+  EXPECT_EQ(digest.at("type"), "stdin_digest");
+  EXPECT_EQ(digest.at("bytes"), data.size());
+  EXPECT_EQ(digest.at("fnv1a64"), fnv1a64_hex(data));
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  std::cout << "[figure] 1 MiB through stdin_data to the fake agent, run to the end: " << ms.count() << " ms\n";
+}
+
+TEST_F(PiProvider, StdinDataNeedsAPipe) {
+  auto r = run(fake({"stdin-digest"}), {.stdin_data = std::string("x")});
+  EXPECT_EQ(r.terminal.content.at("reason"), "start_failed");
+  EXPECT_EQ(r.terminal.content.at("error"), "invalid_options");
+  // An agent that never reads its stdin: the run still ends (the write is abandoned with the tree).
+  auto spawn = fake({"replay", tool_turn});
+  spawn.stdin_mode = process::stdin_kind::pipe;
+  auto done = run(std::move(spawn), {.stdin_data = large_prompt(std::size_t{8} << 20)});
+  EXPECT_EQ(done.terminal.type, message_type::terminal_completed);
+}
+
+TEST_F(PiProvider, ArgumentsTheKernelWouldRefuseFailBeforeSpawning) {
+  auto r = run(fake({"stdout", std::string(std::size_t{1} << 20, 'x')}));
+  EXPECT_EQ(r.terminal.type, message_type::terminal_failed);
+  EXPECT_EQ(r.terminal.content.at("reason"), "start_failed");
+  EXPECT_EQ(r.terminal.content.at("error"), "argument_list_too_long");
+  const std::string text = r.terminal.content.at("text").get<std::string>();
+  EXPECT_NE(text.find("argument 2 is 1048576 bytes"), std::string::npos) << text;
+  EXPECT_NE(text.find("MAX_ARG_STRLEN"), std::string::npos) << text;
+}
+
+TEST_F(PiProvider, RunPiSendsALongPromptThroughStdin) {
+  // A stand-in `pi`: records its arguments and the digest of its stdin, then replays a transcript.
+  const std::string pi = dir + "/pi";
+  {
+    std::ofstream s(pi);
+    s << "#!/bin/sh\nprintf '%s\\0' \"$@\" > '" << dir << "/argv'\n'" << AGENTHOST_FAKE_AGENT << "' stdin-digest > '" << dir
+      << "/digest'\nexec '" << AGENTHOST_FAKE_AGENT << "' replay '" << tool_turn << "'\n";
+  }
+  std::filesystem::permissions(pi, std::filesystem::perms::owner_all);
+  const std::string body = large_prompt();
+  providers::pi_options o{.executable = pi, .no_session = true, .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+                          .reaper_path = AGENTHOST_REAPER};
+  auto terminal = providers::run_pi(o, body + "\n\n", [](const message&) {});
+  EXPECT_EQ(terminal.type, message_type::terminal_completed);
+  std::ifstream digest_file(dir + "/digest");
+  std::string line;
+  std::getline(digest_file, line);
+  const auto digest = nlohmann::json::parse(line);
+  EXPECT_EQ(digest.at("bytes"), body.size());
+  EXPECT_EQ(digest.at("fnv1a64"), fnv1a64_hex(body));
+  std::ifstream argv_file(dir + "/argv", std::ios::binary);
+  const std::string argv{std::istreambuf_iterator<char>(argv_file), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(argv, std::string("--mode\0json\0--no-session\0-p\0\n\n\0", 31))
+      << "the trailing newlines, which pi's trim() would drop from stdin, follow as the argument";
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
 
 TEST_F(PiProvider, NonZeroExitCarriesStderrAndExitCode) {

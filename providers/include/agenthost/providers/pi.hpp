@@ -3,14 +3,17 @@
 //   agenthost::providers::pi_options opts{.model = "gpt-5", .thinking_level = "low"};
 //   auto terminal = agenthost::providers::run_pi(opts, "fix the failing test", [](const auto& m) { ... });
 //
-// pi runs as `pi [extra args] --mode json [flags] -p [--] PROMPT` with stdin on /dev/null (pi reads piped stdin to EOF
-// before doing anything and prepends it to the prompt). The stop policy is SIGTERM (pi kills its detached tool
-// children only on SIGTERM/SIGHUP; SIGINT kills it without cleanup), then the whole tree is killed as always.
+// pi runs as `pi [extra args] --mode json [flags] -p [--] PROMPT`. A prompt too long for one argument (Linux: 128 KiB)
+// goes through pi's stdin instead (pi_options::prompt_delivery): pi reads piped stdin to EOF before doing anything and
+// puts it in front of the prompt argument; otherwise stdin is /dev/null. The stop policy is SIGTERM (pi kills its
+// detached tool children only on SIGTERM/SIGHUP; SIGINT kills it without cleanup), then the whole tree is killed as
+// always.
 #pragma once
 
 #include <agenthost/mapper/pi_mapper.hpp>
 #include <agenthost/providers/run.hpp>
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -35,6 +38,24 @@ inline constexpr version double_dash{1, 6, 0};       ///< -- before the prompt
 inline constexpr version thinking_max{1, 6, 0};      ///< --thinking max
 inline constexpr version delta_json{0, 84, 0};       ///< delta-only message_update records
 }  // namespace pi_versions
+
+/// How the prompt reaches pi.
+enum class pi_prompt_delivery {
+  /// argv when the prompt has at most pi_prompt_argv_max bytes and does not start with '@' (pi would read that as a
+  /// file to attach); stdin otherwise. The default.
+  automatic,
+  /// Always the last argument: exact for any text (before pi 1.6 a prompt starting with '-' or '@' gets one leading
+  /// space), but Linux refuses an argument of 128 KiB or more (start_failed, "argument_list_too_long").
+  argv,
+  /// Always pi's stdin, then EOF: any size, never parsed as flags or files. pi trims what it reads from stdin (JS
+  /// String.trim), so the prompt's trailing whitespace is passed as the last argument, which pi appends unchanged;
+  /// its leading whitespace is dropped.
+  stdin,
+};
+
+/// The largest prompt `automatic` passes as an argument (64 KiB: half of Linux's per-argument limit, leaving room for
+/// the environment and the other arguments in the total limit).
+inline constexpr std::size_t pi_prompt_argv_max = std::size_t{64} << 10;
 
 struct pi_options {
   /// The pi executable: a path or a name looked up in PATH. Default: "pi".
@@ -70,7 +91,10 @@ struct pi_options {
   /// The pi version, if known (from a probe); gates flags older versions reject. Default: nullopt = assume the
   /// oldest supported (0.73.1) behaviour.
   std::optional<version> pi_version{};
-  /// Watchdogs and stop timing. Default: none, linger 3 s, stop = SIGTERM to pi, 2 s, tree kill, 5 s.
+  /// How the prompt reaches pi. Default: automatic (argv up to pi_prompt_argv_max bytes, stdin above).
+  pi_prompt_delivery prompt_delivery = pi_prompt_delivery::automatic;
+  /// Watchdogs and stop timing. Default: none, linger 3 s, stop = SIGTERM to pi, 2 s, tree kill, 5 s. `stdin_data`
+  /// must stay empty: the provider uses it for the prompt.
   run_options run{.stop = process::stop_policy::sigterm()};
   /// Containment of the process tree. Default: automatic (the reaper helper when found).
   process::containment_kind containment = process::containment_kind::automatic;
@@ -83,14 +107,36 @@ struct pi_options {
 /// Thinking levels pi accepts (for the given version; nullopt = oldest supported).
 bool pi_thinking_level_valid(std::string_view level, const std::optional<version>& v);
 
-/// The full argument list after argv[0], or a message saying which option is invalid.
-/// Rules: a prompt starting with '-' never becomes a flag (`--` where pi supports it; older pi gets the prompt
-/// prefixed with one space, which the model reads the same); extra arguments come first so they cannot swallow the
-/// prompt; flags the given pi version rejects are never passed.
+/// A pi command: its arguments and what goes to its stdin.
+struct pi_command {
+  /// The full argument list after argv[0].
+  std::vector<std::string> args;
+  /// The part of the prompt written to pi's stdin (then EOF); nullopt = none, stdin is /dev/null.
+  std::optional<std::string> stdin_text;
+};
+
+/// The command for one prompt, or a message saying which option is invalid.
+/// Rules: a prompt passed as an argument never becomes a flag (`--` where pi supports it; older pi gets the prompt
+/// prefixed with one space, which the model reads the same) nor a file (`@…`, likewise); extra arguments come first so
+/// they cannot swallow the prompt; flags the given pi version rejects are never passed. Through stdin
+/// (prompt_delivery), pi receives exactly the prompt without its leading whitespace: stdin gets the prompt without
+/// leading and trailing whitespace (JS String.trim's set), the last argument the trailing whitespace, if any.
+boost::system::result<pi_command, std::string> build_pi_command(const pi_options& options, std::string_view prompt);
+
+/// build_pi_command(options, prompt).args.
 boost::system::result<std::vector<std::string>, std::string> build_pi_arguments(const pi_options& options,
                                                                                 std::string_view prompt);
 
-/// The spawn options and mapper for one pi run (used by async_run_pi; exposed for tools such as `agenthost replay`).
+/// What async_run_agent needs for one pi run: the spawn request and the run options (options.run, with the prompt's
+/// stdin part as stdin_data).
+struct pi_run {
+  spawn_request spawn;
+  run_options run;
+};
+pi_run make_pi_run(const pi_options& options, std::string_view prompt);
+
+/// The spawn options for one pi run (exposed for tools such as `agenthost replay`). A prompt that would be delivered
+/// through stdin is an error here (nothing would write it): use make_pi_run().
 spawn_request pi_spawn_options(const pi_options& options, std::string_view prompt);
 std::unique_ptr<mapper::event_mapper> make_pi_mapper(const pi_options& options);
 
@@ -99,7 +145,8 @@ std::unique_ptr<mapper::event_mapper> make_pi_mapper(const pi_options& options);
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_run_pi(boost::asio::any_io_executor ex, const pi_options& options, std::string_view prompt,
                   message_handler on_message, CompletionToken&& token = {}) {
-  return async_run_agent(std::move(ex), pi_spawn_options(options, prompt), make_pi_mapper(options), options.run,
+  auto run = make_pi_run(options, prompt);
+  return async_run_agent(std::move(ex), std::move(run.spawn), make_pi_mapper(options), std::move(run.run),
                          std::move(on_message), std::forward<CompletionToken>(token));
 }
 

@@ -54,7 +54,20 @@ struct run_options {
   std::chrono::milliseconds exit_after_eof{5000};
   /// How the tree is stopped on cancellation, timeout or linger. Default: \x03 + SIGINT, 2 s, kill, 5 s.
   process::stop_policy stop{};
+  /// Written to the agent's stdin right after the spawn, then stdin is closed (the agent reads these bytes, then EOF):
+  /// for agents that take their input on stdin, e.g. a pi prompt too long for argv. Needs spawn_options::stdin_mode =
+  /// pipe (else start_failed). An agent that exits or closes stdin before reading it all is not an error of the run
+  /// by itself: its own output and exit tell. Default: nullopt = nothing written, stdin left as spawned.
+  std::optional<std::string> stdin_data{};
 };
+
+/// Linux's limits on a command line, which execve() enforces with E2BIG: each argument and environment string, its
+/// NUL included, at most MAX_ARG_STRLEN = 32 pages (131,072 bytes with 4 KiB pages); all argument and environment
+/// strings plus their pointers at most a quarter of the stack limit (RLIMIT_STACK / 4, capped at 6 MiB; 2 MiB with
+/// the usual 8 MiB stack). Returns a message naming the argument or variable, its size and the limit when `spawn`
+/// (with the environment it would get) exceeds one, else nullopt. async_run_agent() checks this before spawning (a
+/// terminal.failed, reason start_failed, error "argument_list_too_long").
+std::optional<std::string> check_argument_limits(const process::spawn_options& spawn);
 
 /// A command line to spawn, or why none could be built (reported as terminal.failed, reason start_failed).
 using spawn_request = boost::system::result<process::spawn_options, std::string>;
