@@ -251,5 +251,102 @@ class ResponsesWireTest(unittest.TestCase):
             self.assertIn("mock", body["message"])
             self.assertEqual(body["code"], err)
 
+
+def anthropic_events(raw: bytes) -> list:
+    """Anthropic SSE: `event: <type>` + `data: <json>` per event; the data objects, checked against their names."""
+    out = []
+    for block in raw.decode("utf-8").split("\n\n"):
+        if not block.strip():
+            continue
+        head, _, data = block.partition("\n")
+        assert head.startswith("event: ") and data.startswith("data: "), block
+        event = json.loads(data[len("data: "):])
+        assert event["type"] == head[len("event: "):], block
+        out.append(event)
+    return out
+
+
+class AnthropicWireTest(unittest.TestCase):
+    """Anthropic Messages (Claude Code): POST …/v1/messages."""
+    setUpClass = MockModelTest.__dict__["setUpClass"]
+    tearDownClass = MockModelTest.__dict__["tearDownClass"]
+    post = MockModelTest.post
+
+    def messages(self, model: str, messages: list | None = None, stream: bool = True):
+        return self.post({"model": model, "stream": stream, "max_tokens": 32000,
+                          "messages": messages or [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+                         "/v1/messages?beta=true")
+
+    def test_tool_turn_thinking_text_and_a_bash_tool_use(self):
+        status, raw = self.messages("tool")
+        self.assertEqual(status, 200)
+        events = anthropic_events(raw)
+        kinds = [e["type"] for e in events]
+        self.assertEqual(kinds[:2], ["message_start", "ping"])
+        self.assertEqual(kinds[-2:], ["message_delta", "message_stop"])
+        self.assertEqual(events[0]["message"]["usage"]["input_tokens"], 100)
+        starts = [e for e in events if e["type"] == "content_block_start"]
+        self.assertEqual([e["content_block"]["type"] for e in starts], ["thinking", "text", "tool_use"])
+        self.assertEqual([e["index"] for e in starts], [0, 1, 2])
+        self.assertEqual([e["index"] for e in events if e["type"] == "content_block_stop"], [0, 1, 2])
+        deltas = [e["delta"] for e in events if e["type"] == "content_block_delta"]
+        self.assertEqual("".join(d.get("thinking", "") for d in deltas),
+                         "The user wants me to run echo. I will call the bash tool.")
+        # One signature, after the last thinking delta and before the block ends.
+        sig = [i for i, e in enumerate(events) if e.get("delta", {}).get("type") == "signature_delta"]
+        self.assertEqual(len(sig), 1)
+        self.assertEqual(events[sig[0] - 1]["delta"]["type"], "thinking_delta")
+        self.assertEqual(events[sig[0] + 1]["type"], "content_block_stop")
+        self.assertEqual("".join(d.get("text", "") for d in deltas), "Running the command now.")
+        tool = starts[2]["content_block"]
+        # The scripted generic `bash` call goes out as Claude Code's `Bash` tool.
+        self.assertEqual((tool["id"], tool["name"], tool["input"]), ("call_mock_echo_1", "Bash", {}))
+        pieces = [d["partial_json"] for d in deltas if d["type"] == "input_json_delta"]
+        self.assertGreater(len(pieces), 3, "the input is streamed in small pieces")
+        self.assertEqual(json.loads("".join(pieces)), {"command": "echo agenthost-tool-output"})
+        self.assertEqual(events[-2]["delta"]["stop_reason"], "tool_use")
+        self.assertEqual(events[-2]["usage"]["output_tokens"], 12)
+
+    def test_the_turn_counts_assistant_messages_after_the_last_prompt(self):
+        history = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                   {"role": "assistant", "content": [{"type": "tool_use", "id": "call_mock_echo_1", "name": "Bash",
+                                                      "input": {"command": "echo agenthost-tool-output"}}]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_mock_echo_1",
+                                                 "content": "agenthost-tool-output"}]}]
+        status, raw = self.messages("tool", history)
+        self.assertEqual(status, 200)
+        events = anthropic_events(raw)
+        text = "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta")
+        self.assertEqual(text, "\n\nThe command printed `agenthost-tool-output`.\n\n你好，世界! café 🌍\n- [x] done")
+        self.assertNotIn("tool_use", [e["content_block"]["type"] for e in events if e["type"] == "content_block_start"])
+        self.assertEqual(events[-2]["delta"]["stop_reason"], "end_turn")
+
+    def test_a_request_without_stream_gets_one_message(self):
+        status, raw = self.messages("answer", stream=False)
+        self.assertEqual(status, 200)
+        message = json.loads(raw)
+        self.assertEqual((message["type"], message["role"], message["stop_reason"]), ("message", "assistant", "end_turn"))
+        self.assertEqual([b["type"] for b in message["content"]], ["thinking", "text"])
+        self.assertEqual(message["content"][0]["thinking"], "Let me think about this carefully. Done thinking.")
+        self.assertTrue(message["content"][0]["signature"])
+        self.assertEqual(message["content"][1]["text"], "## Answer\n\nThe answer is 42. 你好，世界! café Ωμέγα \tend.")
+
+    def test_count_tokens(self):
+        status, raw = self.post({"model": "tool", "messages": [{"role": "user", "content": "hello there"}]},
+                                "/v1/messages/count_tokens?beta=true")
+        self.assertEqual(status, 200)
+        self.assertGreater(json.loads(raw)["input_tokens"], 0)
+
+    def test_http_errors_are_anthropic_error_bodies(self):
+        for name, code, etype in (("http500", 500, "api_error"), ("http429", 429, "rate_limit_error"),
+                                  ("http400", 400, "invalid_request_error")):
+            status, raw = self.messages(name)
+            self.assertEqual(status, code)
+            body = json.loads(raw)
+            self.assertEqual(body["type"], "error")
+            self.assertEqual(body["error"]["type"], etype)
+            self.assertIn("mock", body["error"]["message"])
+
+
 if __name__ == "__main__":
     unittest.main()
