@@ -6,7 +6,8 @@
 # crashes land in build-fuzz/crashes/<target>/ — turn each into tests/fuzz/regressions/<target>/<name> (see
 # tests/fuzz/README.md). Exit status: 0 when no target crashed, 1 otherwise, 2 on a usage or build error.
 # Env: AGENTHOST_FUZZ_JOBS (libFuzzer worker processes per target, default 1), AGENTHOST_FUZZ_STRICT=1 (check the
-# known bugs too), AGENTHOST_FUZZ_CMAKE_ARGS (extra configure arguments, e.g. -DAGENTHOST_FUZZ_WERROR=ON).
+# known bugs too), AGENTHOST_FUZZ_CMAKE_ARGS (extra configure arguments, e.g. -DAGENTHOST_FUZZ_WERROR=ON),
+# AGENTHOST_FUZZ_BUILD_DIR (the build directory, default build-fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,8 +17,10 @@ seconds=${1:-600}
 if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then echo "usage: scripts/fuzz.sh [--no-build] [SECONDS] [TARGET...]" >&2; exit 2; fi
 shift || true
 targets=("$@")
-if [[ ${#targets[@]} -eq 0 ]]; then targets=(fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json); fi
-dir=build-fuzz
+if [[ ${#targets[@]} -eq 0 ]]; then
+  targets=(fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json fuzz_reaper_protocol)
+fi
+dir=${AGENTHOST_FUZZ_BUILD_DIR:-build-fuzz}
 
 if [[ $build -eq 1 ]]; then
   command -v clang++ > /dev/null || { echo "fuzz: clang++ not found (scripts/setup.sh --with-fuzz)" >&2; exit 2; }
@@ -28,7 +31,8 @@ if [[ $build -eq 1 ]]; then
 fi
 tests/fuzz/make_seeds.sh "$dir/seeds" > /dev/null
 
-declare -A dict=([fuzz_line_framer]="" [fuzz_pi_mapper]=pi.dict [fuzz_pi_events]="" [fuzz_cli_options]=cli.dict [fuzz_message_json]=message.dict)
+declare -A dict=([fuzz_line_framer]="" [fuzz_pi_mapper]=pi.dict [fuzz_pi_events]="" [fuzz_cli_options]=cli.dict [fuzz_message_json]=message.dict
+  [fuzz_reaper_protocol]=reaper.dict)
 crashed=0
 summary=()
 for t in "${targets[@]}"; do

@@ -160,15 +160,15 @@ int main(int argc, char** argv) {
       }
       if (len < 0) continue;
       buf[len] = '\0';
-      const std::string_view msg(buf, static_cast<std::size_t>(len));
-      int sig = 0;
-      if (msg == "kill") {
+      const auto cmd = parse_reaper_command(std::string_view(buf, static_cast<std::size_t>(len)));
+      const int sig = cmd.signal;
+      if (cmd.kind == reaper_command_kind::kill) {
         killing = true;
-      } else if (std::sscanf(buf, "signal leader %d", &sig) == 1) {
+      } else if (cmd.kind == reaper_command_kind::signal_leader) {
         if (leader_alive) ::kill(agent, sig);  // our unreaped child: its pid cannot have been recycled
-      } else if (std::sscanf(buf, "signal group %d", &sig) == 1) {
+      } else if (cmd.kind == reaper_command_kind::signal_group) {
         ::kill(-agent, sig);  // a process group id is not recycled while the group has members
-      } else if (std::sscanf(buf, "signal tree %d", &sig) == 1) {
+      } else if (cmd.kind == reaper_command_kind::signal_tree) {
         signal_tree(sig);
       }
     }

@@ -270,17 +270,10 @@ struct child::impl : std::enable_shared_from_this<impl> {
   }
 
   void handle_control_message(std::string_view msg) {
-    auto number = [&](std::string_view prefix) -> std::optional<int> {
-      if (msg.substr(0, prefix.size()) != prefix) return std::nullopt;
-      int v = 0;
-      auto rest = msg.substr(prefix.size());
-      auto [p, e] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
-      if (e != std::errc{}) return std::nullopt;
-      return v;
-    };
-    if (auto st = number("exit ")) {
-      set_leader_status(exit_status::from_wait_status(*st));
-    } else if (msg == "empty") {
+    const auto m = detail::parse_reaper_message(msg);
+    if (m.kind == detail::reaper_message_kind::exit) {
+      set_leader_status(exit_status::from_wait_status(m.value));
+    } else if (m.kind == detail::reaper_message_kind::empty) {
       // The reaper exits right after; the tree counts as gone once it is reaped too (no zombie of ours is left).
       reaper_said_empty = true;
     } else {
@@ -647,9 +640,10 @@ boost::system::result<int, spawn_error> await_reaper_start(int control_fd, const
   while (n < 0 && errno == EINTR);
   if (n <= 0) return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper exited before the agent started"};
   buf[n] = '\0';
-  int v = 0;
-  if (std::sscanf(buf, "started %d", &v) == 1) return v;
-  if (std::sscanf(buf, "spawn-failed %d", &v) == 1) return os_error("spawning '" + exe.string() + "' failed", v);
+  const auto m = detail::parse_reaper_message(std::string_view(buf, static_cast<std::size_t>(n)));
+  if (m.kind == detail::reaper_message_kind::started) return m.value;
+  if (m.kind == detail::reaper_message_kind::spawn_failed)
+    return os_error("spawning '" + exe.string() + "' failed", m.value);
   return spawn_error{make_error_code(errc::reaper_failed), std::string("unexpected reaper message: ") + buf};
 }
 

@@ -3,9 +3,10 @@
 // Input: the arguments after argv[0], separated by NUL bytes (at most 64). Properties: parse_command_line,
 // parse_duration and parse_signal never crash and never execute undefined behaviour (UBSan aborts); a successful
 // parse is coherent (a run has a prompt and the agent pi; exit codes 0–255; a non-negative replay delay; durations
-// non-negative; --exit-code and --exit-signal exclusive) and its pi options go through build_pi_arguments without a
-// crash; when that succeeds, the prompt is the last argument and cannot be read as a flag (after "--", or with the
-// protective leading space older pi versions get).
+// non-negative; --exit-code and --exit-signal exclusive) and its pi options go through build_pi_command without a
+// crash; when that succeeds, the prompt is the last argument and cannot be read as a flag or an @file (after "--", or
+// with the protective leading space older pi versions get) — or it goes through stdin, and stdin + the last argument
+// (its trailing whitespace) end the prompt.
 #include "fuzz_util.hpp"
 
 #include "options.hpp"
@@ -51,15 +52,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (d) AGENTHOST_FUZZ_CHECK(d->count() >= 0, "negative watchdog duration");
   if (p.cmd == command::run) {
     AGENTHOST_FUZZ_CHECK(!p.prompt.empty(), "a run without a prompt");  // was KB-CLI-3
-    auto pi_args = agenthost::providers::build_pi_arguments(p.pi, p.prompt);
-    if (pi_args) {
-      const auto& a = *pi_args;
-      AGENTHOST_FUZZ_CHECK(a.size() >= 4, "too few pi arguments");
+    auto cmd = agenthost::providers::build_pi_command(p.pi, p.prompt);
+    if (cmd) {
+      const auto& a = cmd->args;
+      AGENTHOST_FUZZ_CHECK(a.size() >= 3, "too few pi arguments");
       const std::string& last = a.back();
-      const bool protected_prompt = last == p.prompt || last == " " + p.prompt;
-      AGENTHOST_FUZZ_CHECK(protected_prompt, "the prompt is not the last pi argument");
-      AGENTHOST_FUZZ_CHECK(last.empty() || last[0] != '-' || a[a.size() - 2] == "--",
-                           "a prompt starting with '-' can be read as a flag");
+      const bool after_p = a[a.size() - 2] == "-p" || (a.size() >= 3 && a[a.size() - 2] == "--" && a[a.size() - 3] == "-p");
+      if (cmd->stdin_text) {
+        // Through stdin (automatic: above 64 KiB or starting with '@'): the stdin text, then the argument (trailing
+        // whitespace) if any, is the prompt from its first non-space on.
+        const bool no_argument = last == "-p" || (last == "--" && a[a.size() - 2] == "-p");
+        const std::string seen = *cmd->stdin_text + (no_argument ? std::string() : last);
+        AGENTHOST_FUZZ_CHECK(p.prompt.size() >= seen.size() &&
+                                 p.prompt.compare(p.prompt.size() - seen.size(), seen.size(), seen) == 0,
+                             "stdin text + argument is not the end of the prompt");
+        AGENTHOST_FUZZ_CHECK(no_argument || after_p, "the prompt's argument is not right after -p [--]");
+      } else {
+        const bool protected_prompt = last == p.prompt || last == " " + p.prompt;
+        AGENTHOST_FUZZ_CHECK(protected_prompt, "the prompt is not the last pi argument");
+        AGENTHOST_FUZZ_CHECK(after_p, "the prompt is not right after -p [--]");
+      }
+      AGENTHOST_FUZZ_CHECK(last.empty() || (last[0] != '-' && last[0] != '@') || a[a.size() - 2] == "--" ||
+                               last == "-p" || last == "--",
+                           "a prompt starting with '-' or '@' can be read as a flag or a file");
     }
   } else {
     AGENTHOST_FUZZ_CHECK(p.cmd != command::replay || !p.file.empty(), "replay without a file");

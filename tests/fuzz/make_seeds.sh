@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:?usage: make_seeds.sh OUTDIR}
 fixtures=("$root"/fixtures/pi/*.jsonl "$root"/fixtures/pi/synthetic/*.jsonl)
 
-for t in fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json; do
+for t in fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json fuzz_reaper_protocol; do
   rm -rf "${out:?}/$t"
   mkdir -p "$out/$t"
 done
@@ -80,4 +80,19 @@ cli dash run --agent pi -- -p
 
 # message JSON: the reviewed contract output of every golden test.
 for f in "$root"/fixtures/pi/golden/*.jsonl; do cp "$f" "$out/fuzz_message_json/$(basename "$f")"; done
+# reaper protocol (fuzz_reaper_protocol.cpp): byte 0 even = one packet, each the helper or the host sends; odd =
+# (kind, 4-byte little-endian value) pairs to format and parse back.
+rp() { printf '\x00%s' "$2" > "$out/fuzz_reaper_protocol/$1"; }
+rp started 'started 12345'
+rp spawn-failed 'spawn-failed 2'
+rp exit-code 'exit 256'
+rp exit-signal 'exit 9'
+rp empty 'empty'
+rp kill 'kill'
+rp signal-leader 'signal leader 15'
+rp signal-group 'signal group 2'
+rp signal-tree 'signal tree 9'
+printf '\x01\x00\x39\x30\x00\x00\x02\x02\x00\x00\x00\x04\x00\x01\x00\x00\x06\x00\x00\x00\x00\x01\x0f\x00\x00\x00\x03\x02\x00\x00\x00\x05\x09\x00\x00\x00\x07\x00\x00\x00\x00' \
+  > "$out/fuzz_reaper_protocol/round-trips"
+
 echo "seeds: $(for t in "$out"/*/; do printf '%s=%s ' "$(basename "$t")" "$(ls "$t" | wc -l)"; done)"

@@ -7,7 +7,8 @@
 #                               are not fixed yet (the targets tolerate them by default). DISABLED until fixed; when a
 #                               fix lands, this test must pass and the tolerance in the target can go.
 set(AGENTHOST_FUZZ_DIR ${PROJECT_SOURCE_DIR}/tests/fuzz)
-set(agenthost_fuzz_targets fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json)
+set(agenthost_fuzz_targets fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json
+  fuzz_reaper_protocol)
 set(agenthost_fuzz_seed_commands "")
 foreach(t IN LISTS agenthost_fuzz_targets)
   set(exe agenthost_replay_${t})
@@ -21,6 +22,9 @@ foreach(t IN LISTS agenthost_fuzz_targets)
     endif()
     target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/cli)
     target_link_libraries(${exe} PRIVATE agenthost::providers)
+  endif()
+  if(t STREQUAL "fuzz_reaper_protocol")
+    target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/process/src)  # detail/reaper_protocol.hpp
   endif()
   add_test(NAME fuzz_regressions.${t} COMMAND ${exe} ${AGENTHOST_FUZZ_DIR}/regressions/${t})
   set_tests_properties(fuzz_regressions.${t} PROPERTIES TIMEOUT 300 LABELS fuzz)
