@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scenario  # noqa: E402
+from prompt_digest import user_digests  # noqa: E402
 from wire_anthropic import AnthropicMessagesWire  # noqa: E402
 from wire_openai_chat import OpenAIChatWire  # noqa: E402
 from wire_openai_responses import OpenAIResponsesWire  # noqa: E402
@@ -99,6 +100,7 @@ class Handler(BaseHTTPRequestHandler):
         model = wire.model(path, body)
         name = forced or model
         record.update(wire=wire.name, model=model, scenario=name, **wire.summary(body))
+        record["user_digests"] = user_digests(body)  # sizes and checksums of the user messages
         direct = wire.direct(path, body) if hasattr(wire, "direct") else None
         if direct is not None:  # an answer that comes from no scenario (e.g. Anthropic's count_tokens)
             record.update(status=direct[0], outcome="direct", turn=None)
