@@ -44,12 +44,20 @@ std::string unavailable_reason() {
 
 const char* const prompt = "Do what the scenario says.";
 
+// A path as Claude Code names its project folder (every '/' and '.' a '-').
+std::string munged(std::string path) {
+  for (auto& c : path)
+    if (c == '/' || c == '.') c = '-';
+  return path;
+}
+
 class RealClaude : public ::testing::Test {
  protected:
   void SetUp() override {
     if (const auto why = unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
     std::filesystem::create_directories(dir + "/home");
     std::filesystem::create_directories(config_dir);
+    std::filesystem::create_directories(dir + "/tmp");
     std::filesystem::create_directories(work);
     mock.emplace(io, dir, mock_token);
     ASSERT_EQ(mock->error(), "");
@@ -79,6 +87,8 @@ class RealClaude : public ::testing::Test {
                               "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "NODE_OPTIONS"},
                     .set = {{"HOME", dir + "/home"},
                             {"CLAUDE_CONFIG_DIR", config_dir},
+                            // Its messaging socket (cc-socks/<pid>.sock, left behind when it is killed) and tmp files.
+                            {"TMPDIR", dir + "/tmp"},
                             {"ANTHROPIC_BASE_URL", mock->origin()},
                             {"ANTHROPIC_API_KEY", "mock-key"},
                             {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
@@ -100,7 +110,10 @@ class RealClaude : public ::testing::Test {
     }
     const std::string port = std::to_string(mock->port());
     record_fixture("claude-code", (record_as.empty() ? scenario : record_as) + ".jsonl", r.lines,
-                   {{work, "/home/user/project"}, {dir, "/home/user"}, {"127.0.0.1:" + port, "127.0.0.1:18765"}});
+                   {{work, "/home/user/project"},
+                    {dir, "/home/user"},
+                    {munged(work), "-home-user-project"},  // the project's key under the config dir
+                    {"127.0.0.1:" + port, "127.0.0.1:18765"}});
     std::cout << "[ real claude ] " << scenario << ": " << r.lines.size() << " lines, " << r.status_text();
     if (r.stop)
       std::cout << ", stop ended in phase " << static_cast<int>(r.stop->phase) << " after "
@@ -405,6 +418,11 @@ TEST_F(RealClaude, CancellationMidStream) {
   ASSERT_FALSE(stops.empty());
   EXPECT_EQ(stops.back()->at("event").value("type", ""), "message_stop");
   EXPECT_TRUE(stops.back()->contains("abandoned_blocks")) << stops.back()->dump();
+  // The text streamed so far also comes once as a full frame, then a "[Request interrupted by user]" user line.
+  EXPECT_EQ(frame_texts(r, "text", "text"), std::vector<std::string>{got}) << r.dump();
+  const auto users = r.of_type("user");
+  ASSERT_EQ(users.size(), 1u) << r.dump();
+  EXPECT_EQ(users[0]->at("message").at("content").at(0).value("text", ""), "[Request interrupted by user]");
   std::cout << "[ real claude ] SIGINT mid-stream: claude " << r.status_text() << ", "
             << r.of_type("result").size() << " result line(s), last lines:\n"
             << (r.lines.size() > 3 ? r.lines[r.lines.size() - 3] + "\n" + r.lines[r.lines.size() - 2] + "\n" : "")
