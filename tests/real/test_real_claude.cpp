@@ -503,4 +503,85 @@ TEST_F(RealClaude, SigintToTheCliAloneDuringATool) {
   std::cout << "[ real claude ] SIGINT to the CLI alone during the tool: claude " << r.status_text() << "\n";
 }
 
+// SIGTERM (the stop policy pi needs) during the tool: Claude kills its tool (SIGKILL: "Exit code 137") and reports
+// it as a failed tool result, and exits 143 without a result line.
+TEST_F(RealClaude, SigtermDuringAToolExits143WithoutAResult) {
+  std::optional<int> sleep_pid;
+  auto r = run("long-tool-echo", [&](const cli_result& now) {
+    if (frame_blocks(now, "tool_use").empty()) return false;
+    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
+    return sleep_pid.has_value();
+  }, process::stop_policy::sigterm(), "long-tool-echo-sigterm");
+  ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
+  ASSERT_TRUE(r.stop.has_value());
+  EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
+  EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt) << "claude did not exit on SIGTERM within the grace period";
+  EXPECT_EQ(r.exit_code(), 143) << r.dump();
+  EXPECT_TRUE(r.of_type("result").empty()) << r.dump();
+  const auto users = r.of_type("user");
+  ASSERT_EQ(users.size(), 1u) << r.dump();
+  const auto& failed = users[0]->at("message").at("content").at(0);
+  EXPECT_EQ(failed.at("tool_use_id"), "call_mock_sleep_2");
+  EXPECT_EQ(failed.value("is_error", false), true);
+  EXPECT_EQ(failed.at("content"), "Exit code 137\nsleeping");
+  std::cout << "[ real claude ] SIGTERM during the tool: claude " << r.status_text() << "\n";
+}
+
+// HTTP 503 (Anthropic's overloaded_error), then the answer on Claude's own retry: one api_retry line, the answer once.
+TEST_F(RealClaude, OverloadedThenSuccessOnClaudesRetry) {
+  const auto s = scripted("flaky");
+  auto r = run("flaky");
+  expect_run_frame(r, "flaky", work);
+  std::vector<const json*> api_retries;
+  for (const auto* e : r.of_type("system"))
+    if (e->value("subtype", "") == "api_retry") api_retries.push_back(e);
+  ASSERT_EQ(api_retries.size(), 1u) << r.dump();
+  EXPECT_EQ(api_retries[0]->at("error_status"), 503);
+  EXPECT_EQ(api_retries[0]->at("error"), "overloaded");
+  EXPECT_EQ(expect_well_formed_api_stream(r), 1u);
+  expect_script(r, s);
+  expect_success_result(r, s, 1, 100, 5);
+  EXPECT_EQ(mock->requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
+}
+
+// The stream is cut mid-thinking; Claude closes the cut message (message_stop with abandoned_blocks), retries and
+// streams the retry's blocks: the text comes exactly once.
+TEST_F(RealClaude, StreamCutAndRetriedByClaudeIsNotDuplicated) {
+  const auto s = scripted("cut-retry");
+  auto r = run("cut-retry");
+  expect_run_frame(r, "cut-retry", work);
+  std::vector<const json*> api_retries;
+  for (const auto* e : r.of_type("system"))
+    if (e->value("subtype", "") == "api_retry") api_retries.push_back(e);
+  ASSERT_EQ(api_retries.size(), 1u) << r.dump();
+  EXPECT_TRUE(api_retries[0]->at("error_status").is_null());
+  EXPECT_EQ(api_retries[0]->at("error"), "unknown");
+  // What Claude relays of the cut attempt varies from run to run: nothing, or its message_start (and sometimes its
+  // first thinking delta) closed by a synthetic message_stop with abandoned_blocks.
+  const std::size_t messages = expect_well_formed_api_stream(r);
+  EXPECT_TRUE(messages == 1 || messages == 2) << r.dump();
+  std::size_t abandoned = 0;
+  for (const auto* e : r.of_type("stream_event")) abandoned += e->contains("abandoned_blocks") ? 1 : 0;
+  EXPECT_EQ(abandoned, messages - 1) << r.dump();
+  EXPECT_EQ(deltas(r, "text_delta", "text"), s.text_chunks) << r.dump();
+  EXPECT_EQ(frame_texts(r, "text", "text"), s.texts);
+  const auto thoughts = streamed_blocks(r, "thinking_delta", "thinking");
+  ASSERT_FALSE(thoughts.empty());
+  EXPECT_EQ(thoughts.back(), s.thoughts.back());
+  if (thoughts.size() > 1) {  // the cut attempt's thinking, as far as it came
+    EXPECT_EQ(thoughts.size(), 2u) << r.dump();
+    EXPECT_EQ(std::string("Thinking once.").rfind(thoughts.front(), 0), 0u) << r.dump();
+  }
+  const json& res = result_event(r);
+  ASSERT_TRUE(res.is_object()) << r.dump();
+  EXPECT_EQ(res.value("subtype", ""), "success");
+  EXPECT_EQ(res.value("is_error", true), false);
+  EXPECT_EQ(res.value("result", ""), s.last_text);
+  EXPECT_EQ(r.exit_code(), 0);
+  std::cout << "[ real claude ] cut stream: " << messages << " API message(s) relayed, result usage "
+            << res.at("usage").value("input_tokens", 0) << " in / " << res.at("usage").value("output_tokens", 0)
+            << " out\n";
+  EXPECT_EQ(mock->requests_of("cut-retry"), (std::vector<std::string>{"cut@turn0", "complete@turn0"}));
+}
+
 }  // namespace
