@@ -29,10 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scenario  # noqa: E402
 from prompt_digest import user_digests  # noqa: E402
 from wire_anthropic import AnthropicMessagesWire  # noqa: E402
+from wire_gemini import GeminiWire  # noqa: E402
 from wire_openai_chat import OpenAIChatWire  # noqa: E402
 from wire_openai_responses import OpenAIResponsesWire  # noqa: E402
 
-WIRES = [OpenAIChatWire(), OpenAIResponsesWire(), AnthropicMessagesWire()]  # later: GeminiWire
+WIRES = [OpenAIChatWire(), OpenAIResponsesWire(), AnthropicMessagesWire(), GeminiWire()]
 
 
 class MockServer(ThreadingHTTPServer):
@@ -75,6 +76,8 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        self.server.log({"n": self.server.next_request_no(), "method": "GET", "path": self.path, "status": 404,
+                         "outcome": "no_route"})
         self._not_found()
 
     def do_POST(self):

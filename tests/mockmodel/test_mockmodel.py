@@ -348,5 +348,72 @@ class AnthropicWireTest(unittest.TestCase):
             self.assertIn("mock", body["error"]["message"])
 
 
+class GeminiWireTest(unittest.TestCase):
+    """Gemini API (Gemini CLI): POST …/models/<model>:streamGenerateContent?alt=sse, plus its side calls."""
+    setUpClass = MockModelTest.__dict__["setUpClass"]
+    tearDownClass = MockModelTest.__dict__["tearDownClass"]
+    post = MockModelTest.post
+
+    TOOLS = [{"functionDeclarations": [{"name": "read_file"}, {"name": "run_shell_command"}]}]
+
+    def generate(self, model: str, contents: list | None = None, tools: list | None = None,
+                 method: str = "streamGenerateContent?alt=sse"):
+        return self.post({"contents": contents or [{"role": "user", "parts": [{"text": "hi"}]}],
+                          "tools": self.TOOLS if tools is None else tools}, f"/v1beta/models/{model}:{method}")
+
+    @staticmethod
+    def chunks(raw: bytes) -> list:
+        blocks = raw.decode("utf-8").split("\r\n\r\n")
+        assert blocks[-1] == "", blocks[-1]
+        assert all(b.startswith("data: ") for b in blocks[:-1])
+        return [json.loads(b[len("data: "):]) for b in blocks[:-1]]
+
+    def test_tool_turn_thoughts_text_and_the_shell_call(self):
+        status, raw = self.generate("tool")
+        self.assertEqual(status, 200)
+        parts = [c["candidates"][0]["content"]["parts"][0] for c in self.chunks(raw)]
+        self.assertEqual("".join(p["text"] for p in parts if p.get("thought")),
+                         "The user wants me to run echo. I will call the bash tool.")
+        self.assertEqual("".join(p["text"] for p in parts if "text" in p and not p.get("thought")),
+                         "Running the command now.")
+        # The scripted generic `bash` call goes out as the run_shell_command the request declares, in one part.
+        self.assertEqual(parts[-1], {"functionCall": {"id": "call_mock_echo_1", "name": "run_shell_command",
+                                                      "args": {"command": "echo agenthost-tool-output"}}})
+        last = self.chunks(raw)[-1]
+        self.assertEqual(last["candidates"][0]["finishReason"], "STOP")
+        self.assertEqual(last["usageMetadata"]["promptTokenCount"], 100)
+        self.assertEqual(last["usageMetadata"]["candidatesTokenCount"], len(parts))
+        self.assertTrue(all("finishReason" not in c["candidates"][0] for c in self.chunks(raw)[:-1]))
+        # Without run_shell_command declared the call is sent as scripted.
+        parts = [c["candidates"][0]["content"]["parts"][0] for c in self.chunks(self.generate("tool", tools=[])[1])]
+        self.assertEqual(parts[-1]["functionCall"]["name"], "bash")
+
+    def test_the_turn_counts_model_contents_after_the_last_prompt(self):
+        contents = [{"role": "user", "parts": [{"text": "hi"}]},
+                    {"role": "model", "parts": [{"text": "Running"}, {"functionCall": {"name": "run_shell_command"}}]},
+                    {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {}}}]}]
+        status, raw = self.generate("tool", contents)
+        self.assertEqual(status, 200)
+        text = "".join(c["candidates"][0]["content"]["parts"][0].get("text", "") for c in self.chunks(raw))
+        self.assertIn("你好，世界! café 🌍", text)
+
+    def test_http_errors_are_google_error_bodies(self):
+        for name, code, st in (("http500", 500, "INTERNAL"), ("http429", 429, "RESOURCE_EXHAUSTED")):
+            status, raw = self.generate(name)
+            self.assertEqual(status, code)
+            self.assertEqual(json.loads(raw)["error"], {"code": code, "message": json.loads(raw)["error"]["message"],
+                                                        "status": st})
+            self.assertIn("mock", json.loads(raw)["error"]["message"])
+
+    def test_side_calls_need_no_scenario(self):
+        status, raw = self.generate("any-model", method="countTokens")
+        self.assertEqual(status, 200)
+        self.assertGreater(json.loads(raw)["totalTokens"], 0)
+        status, raw = self.generate("any-model", method="generateContent")
+        self.assertEqual(status, 200)
+        answer = json.loads(json.loads(raw)["candidates"][0]["content"]["parts"][0]["text"])
+        self.assertEqual(answer["next_speaker"], "user")
+
+
 if __name__ == "__main__":
     unittest.main()
