@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the pinned coding-agent CLIs the real-CLI tests (tests/real/) run, into the git-ignored .npm-agents/.
 # Idempotent: does nothing when the pinned versions are there. Never fails the build: when npm or the registry is
-# missing it says so, records why in .npm-agents/install-status.txt and exits 0 — the real-CLI tests then skip,
-# naming that reason (they never pass silently).
+# missing it says so, records why per agent (pi: .npm-agents/install-status.txt; the others:
+# .npm-agents/install-status-<name>.txt) and exits 0 — the real-CLI tests then skip, naming that reason (they never
+# pass silently).
 #
 # Usage: scripts/install-agents.sh [--check]     --check: only report what is installed (exit 1 if something is missing)
 set -uo pipefail

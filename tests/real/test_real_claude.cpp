@@ -33,11 +33,15 @@ std::string unavailable_reason() {
   const std::string exe = claude_executable();
   const std::string status = first_line(read_file(source_dir + "/.npm-agents/install-status-claude-code.txt"));
   const bool overridden = std::getenv("AGENTHOST_REAL_CLAUDE") != nullptr;
-  if (::access(exe.c_str(), X_OK) != 0 || (!overridden && status.rfind("ok:", 0) != 0)) {
+  if (::access(exe.c_str(), X_OK) != 0) {
     std::string why = "claude is not installed at " + exe + " — run scripts/install-agents.sh";
     if (!status.empty() && !overridden) why += " (its last result: " + status + ")";
     return why;
   }
+  if (!overridden && status.rfind("ok:", 0) != 0)
+    return "scripts/install-agents.sh did not report Claude Code as installed (" +
+           (status.empty() ? std::string("no .npm-agents/install-status-claude-code.txt") : status) +
+           ") — run it again, or set AGENTHOST_REAL_CLAUDE";
   if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
   return {};
 }
