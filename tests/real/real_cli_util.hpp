@@ -208,11 +208,13 @@ struct cli_result {
 };
 
 /// Runs `options` to its end (bounded by `limit`). `stop_when` is asked after every batch of lines and every 10 ms
-/// while the CLI runs; once it says yes, the whole tree is stopped with `policy` (the three-phase stop).
+/// while the CLI runs; once it says yes, the whole tree is stopped with `policy` (the three-phase stop). With
+/// `stdin_data` (and stdin_kind::pipe) that is written to stdin, which is then closed.
 inline cli_result run_cli(asio::io_context& io, process::spawn_options options,
                           const std::function<bool(const cli_result&)>& stop_when = {},
                           process::stop_policy policy = process::stop_policy::ctrl_c(),
-                          std::chrono::milliseconds limit = 60s) {
+                          std::chrono::milliseconds limit = 60s,
+                          const std::optional<std::string>& stdin_data = std::nullopt) {
   cli_result r;
   const auto t0 = std::chrono::steady_clock::now();
   auto c = process::child::spawn(io.get_executor(), std::move(options));
@@ -221,6 +223,12 @@ inline cli_result run_cli(asio::io_context& io, process::spawn_options options,
     return r;
   }
   bool eof = false, exited = false, stopping = false, stopped = false;
+  if (stdin_data) {
+    c->async_write_stdin(asio::buffer(*stdin_data), [&](boost::system::error_code ec, std::size_t) {
+      EXPECT_FALSE(ec) << "writing stdin: " << ec.message();
+      c->close_stdin();
+    });
+  }
   std::function<void()> read = [&] {
     c->async_read_lines([&](boost::system::error_code ec, process::line_batch batch) {
       if (ec) {

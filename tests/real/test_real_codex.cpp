@@ -81,9 +81,14 @@ class RealCodex : public ::testing::Test {
   // *TOKEN*/*KEY*/*SECRET*: shell_environment_policy's default excludes may drop such names.
   std::string run_mark() const { return "AGENTHOST_TEST_RUN=" + mark; }
 
-  process::spawn_options spawn_options(const std::string& scenario) const {
+  // `codex exec --json --skip-git-repo-check -m <scenario> <extra…> <prompt>` (no prompt argument when it is empty).
+  process::spawn_options spawn_options(const std::string& scenario, const std::vector<std::string>& extra = {},
+                                       const std::string& prompt_arg = prompt) const {
+    std::vector<std::string> args = {"exec", "--json", "--skip-git-repo-check", "-m", scenario};
+    args.insert(args.end(), extra.begin(), extra.end());
+    if (!prompt_arg.empty()) args.push_back(prompt_arg);
     return {.executable = codex_executable(),
-            .args = {"exec", "--json", "--skip-git-repo-check", "-m", scenario, prompt},
+            .args = std::move(args),
             .working_directory = work,
             .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
                               "OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS", "RUST_LOG"},
@@ -99,8 +104,11 @@ class RealCodex : public ::testing::Test {
   }
 
   cli_result run(const std::string& scenario, const std::function<bool(const cli_result&)>& stop_when = {},
-                 const std::string& record_as = {}) {
-    auto r = run_cli(io, spawn_options(scenario), stop_when);
+                 const std::string& record_as = {}, const std::vector<std::string>& extra = {}) {
+    return finish(scenario, run_cli(io, spawn_options(scenario, extra), stop_when), record_as);
+  }
+
+  cli_result finish(const std::string& scenario, cli_result r, const std::string& record_as = {}) {
     EXPECT_TRUE(r.finished) << "codex did not end within 60 s\n" << r.dump();
     EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
     if (r.stop) {
@@ -284,6 +292,47 @@ TEST_F(RealCodex, CancellationDuringAToolKillsTheToolProcess) {
   EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt);
   EXPECT_EQ(r.exit_code(), 1) << r.dump();
   EXPECT_LT(r.elapsed, std::chrono::seconds(20)) << "the tool sleeps 30 s; the stop must not wait for it";
+}
+
+// A stream cut mid-answer, with stream_max_retries = 2: codex reports the reconnect as a top-level `error` event (not
+// fatal) and prints only the retry's whole items — the half-streamed first attempt never shows.
+TEST_F(RealCodex, StreamCutIsRetriedWithAReconnectingNotice) {
+  const auto s = scripted("cut-retry");
+  auto r = run("cut-retry", {}, {}, {"-c", "model_providers.mock.stream_max_retries=2"});
+  expect_run_frame(r);
+  expect_script(r, s);
+  EXPECT_EQ(r.exit_code(), 0) << r.dump();
+  const auto errors = r.of_type("error");
+  ASSERT_EQ(errors.size(), 1u) << r.dump();
+  EXPECT_EQ(errors[0]->value("message", "").rfind("Reconnecting... 1/2 (stream disconnected before completion: ", 0), 0u)
+      << errors[0]->dump();
+  EXPECT_EQ(r.events.back().value("type", ""), "turn.completed") << r.dump();
+  EXPECT_EQ(mock->requests_of("cut-retry"), (std::vector<std::string>{"cut@turn0", "complete@turn0"}));
+}
+
+// HTTP 503 then an answer, with request_max_retries = 1: the retry leaves no trace in the JSONL.
+TEST_F(RealCodex, ServerErrorIsRetriedSilently) {
+  const auto s = scripted("flaky");
+  auto r = run("flaky", {}, {}, {"-c", "model_providers.mock.request_max_retries=1"});
+  expect_run_frame(r);
+  expect_script(r, s);
+  EXPECT_EQ(r.exit_code(), 0) << r.dump();
+  EXPECT_TRUE(r.of_type("error").empty()) << r.dump();
+  EXPECT_EQ(r.events.back().value("type", ""), "turn.completed") << r.dump();
+  EXPECT_EQ(mock->requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
+}
+
+// The other way around the stdin trap: no prompt argument, the prompt written to a stdin pipe that is then closed.
+TEST_F(RealCodex, PromptThroughStdinClosedAtOnce) {
+  const auto s = scripted("answer");
+  auto o = spawn_options("answer", {}, "");
+  o.stdin_mode = process::stdin_kind::pipe;
+  auto r = finish("answer", run_cli(io, std::move(o), {}, process::stop_policy::ctrl_c(), 60s, std::string(prompt)),
+                  "answer-stdin-prompt");
+  expect_run_frame(r);
+  expect_script(r, s);
+  EXPECT_EQ(r.exit_code(), 0) << r.dump();
+  EXPECT_NE(r.stderr_tail.find("Reading prompt from stdin..."), std::string::npos) << r.stderr_tail;
 }
 
 }  // namespace
