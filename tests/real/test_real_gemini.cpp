@@ -312,4 +312,36 @@ TEST_F(RealGemini, CancellationDuringAToolKillsTheToolProcess) {
   EXPECT_LT(r.elapsed, std::chrono::seconds(20)) << "the tool sleeps 30 s; the stop must not wait for it";
 }
 
+// The stream is cut after "Hello wor": gemini does not retry a broken stream (also not with maxAttempts 2, tried by
+// hand): the deltas already printed stay, then an error result "[API Error: terminated]" and exit 1.
+TEST_F(RealGemini, StreamCutEndsTheRunAfterThePartialText) {
+  auto r = run("cut-retry");
+  expect_run_frame(r, "cut-retry");
+  EXPECT_EQ(assistant_deltas(r), (std::vector<std::string>{"Hello ", "wor"})) << r.dump();
+  const auto& result = r.events.back();
+  ASSERT_EQ(result.value("type", ""), "result") << r.dump();
+  EXPECT_EQ(result.at("status"), "error");
+  EXPECT_EQ(result.at("error").at("message"), "[API Error: terminated]");
+  EXPECT_EQ(r.exit_code(), 1) << r.dump();
+  EXPECT_EQ(mock->requests_of("cut-retry"), (std::vector<std::string>{"cut@turn0"}));
+}
+
+// HTTP 503 then an answer, with maxAttempts 2: gemini retries after its backoff (~4.5 s) and nothing of it shows in
+// stream-json (stderr: "Attempt 1 failed with status 503. Retrying with backoff...").
+TEST_F(RealGemini, ServerErrorIsRetriedAfterABackoffSilently) {
+  auto settings = settings_json;
+  settings["general"]["maxAttempts"] = 2;
+  std::ofstream(home + "/.gemini/settings.json", std::ios::trunc) << settings.dump(2);
+  const auto s = scripted("flaky");
+  auto r = run("flaky");
+  expect_run_frame(r, "flaky");
+  EXPECT_EQ(assistant_deltas(r), s.text_chunks) << r.dump();
+  EXPECT_EQ(r.events.back().value("type", ""), "result");
+  EXPECT_EQ(r.events.back().at("status"), "success");
+  EXPECT_EQ(r.exit_code(), 0) << r.dump();
+  EXPECT_NE(r.stderr_tail.find("Attempt 1 failed with status 503. Retrying with backoff..."), std::string::npos)
+      << r.stderr_tail;
+  EXPECT_EQ(mock->requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
+}
+
 }  // namespace
