@@ -117,10 +117,12 @@ struct pi_command {
 
 /// The command for one prompt, or a message saying which option is invalid.
 /// Rules: a prompt passed as an argument never becomes a flag (`--` where pi supports it; older pi gets the prompt
-/// prefixed with one space, which the model reads the same) nor a file (`@…`, likewise); extra arguments come first so
-/// they cannot swallow the prompt; flags the given pi version rejects are never passed. Through stdin
-/// (prompt_delivery), pi receives exactly the prompt without its leading whitespace: stdin gets the prompt without
-/// leading and trailing whitespace (JS String.trim's set), the last argument the trailing whitespace, if any.
+/// prefixed with one space, which the model reads the same) nor a file (`@…`: the space before pi 1.6; that `--`
+/// also ends pi ≥ 1.6's @file parsing is assumed, not verified — `automatic` sends such prompts through stdin anyway);
+/// extra arguments come first so they cannot swallow the prompt; flags the given pi version rejects are never passed.
+/// Through stdin, pi receives exactly the prompt without its leading whitespace: stdin gets the prompt without
+/// leading and trailing whitespace (JS String.trim's set), the last argument the trailing whitespace, if any (checked
+/// against pi 0.73.1's main.js readPipedStdin and cli/initial-message.js: `stdin.trim() + argument`).
 boost::system::result<pi_command, std::string> build_pi_command(const pi_options& options, std::string_view prompt);
 
 /// build_pi_command(options, prompt).args.
