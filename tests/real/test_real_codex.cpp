@@ -335,4 +335,27 @@ TEST_F(RealCodex, PromptThroughStdinClosedAtOnce) {
   EXPECT_NE(r.stderr_tail.find("Reading prompt from stdin..."), std::string::npos) << r.stderr_tail;
 }
 
+// The same with SIGTERM to the leader (stop_policy::sigterm(), what the pi provider uses). Recorded (codex 0.171.0):
+// the launcher ends by SIGTERM itself within ~50 ms and the tree is gone with it — the tool's `sleep` included (codex
+// gives its tool processes PR_SET_PDEATHSIG).
+TEST_F(RealCodex, SigtermDuringAToolKillsTheToolProcess) {
+  std::optional<int> sleep_pid;
+  auto o = spawn_options("long-tool");
+  auto r = finish("long-tool", run_cli(io, std::move(o), [&](const cli_result& now) {
+    if (now.of_type("item.started").empty()) return false;
+    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
+    return sleep_pid.has_value();
+  }, process::stop_policy::sigterm()), "long-tool-sigterm");
+  ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
+  ASSERT_TRUE(r.stop.has_value());
+  EXPECT_TRUE(r.of_type("turn.completed").empty()) << r.dump();
+  EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
+  EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt);
+  ASSERT_TRUE(r.status && r.status->as_signaled() != nullptr) << r.status_text();
+  EXPECT_EQ(r.status->as_signaled()->signal, SIGTERM);
+  std::cout << "[ real codex ] SIGTERM during the tool: codex " << r.status_text() << " after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->leader_exit_after).count()
+            << " ms, stop phase " << phase_name(r.stop->phase) << "\n";
+}
+
 }  // namespace

@@ -101,7 +101,7 @@ class RealGemini : public ::testing::Test {
   }
 
   cli_result run(const std::string& scenario, const std::function<bool(const cli_result&)>& stop_when = {},
-                 process::stop_policy policy = process::stop_policy::ctrl_c()) {
+                 process::stop_policy policy = process::stop_policy::ctrl_c(), const std::string& record_as = {}) {
     auto r = run_cli(io, spawn_options(scenario, /*relaunch=*/static_cast<bool>(stop_when)), stop_when, policy);
     EXPECT_TRUE(r.finished) << "gemini did not end within 60 s\n" << r.dump();
     EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
@@ -109,7 +109,8 @@ class RealGemini : public ::testing::Test {
       EXPECT_FALSE(r.stop_ec) << r.stop_ec.message();
       EXPECT_TRUE(r.stop->survivors.empty());
     }
-    record_fixture("gemini", "gemini-" + gemini_version() + "-" + scenario + ".jsonl", r.lines,
+    record_fixture("gemini", "gemini-" + gemini_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
+                   r.lines,
                    {{work, "/home/user/project"}, {dir, "/home/user"}, {mock->origin(), "http://127.0.0.1:18765"}});
     std::cout << "[ real gemini ] " << scenario << ": " << r.lines.size() << " lines, " << r.status_text();
     if (r.stop)
@@ -278,8 +279,7 @@ TEST_F(RealGemini, CancellationMidStream) {
 
 // The default three-phase stop; AGENTHOST_TEST_GRACE_MS overrides its grace period (to measure how long gemini takes
 // to exit by itself: ~3.5 s during a tool on a loaded 2-core machine).
-process::stop_policy grace_policy() {
-  auto p = process::stop_policy::ctrl_c();
+process::stop_policy grace_policy(process::stop_policy p = process::stop_policy::ctrl_c()) {
   if (const char* g = std::getenv("AGENTHOST_TEST_GRACE_MS")) p.graceful_wait = std::chrono::milliseconds(std::atoi(g));
   return p;
 }
@@ -342,6 +342,29 @@ TEST_F(RealGemini, ServerErrorIsRetriedAfterABackoffSilently) {
   EXPECT_NE(r.stderr_tail.find("Attempt 1 failed with status 503. Retrying with backoff..."), std::string::npos)
       << r.stderr_tail;
   EXPECT_EQ(mock->requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
+}
+
+// The same with SIGTERM to the leader (stop_policy::sigterm(), what the pi provider uses). Recorded (gemini-cli
+// 0.61.0): the leader — the relaunching parent node — does not end on a SIGTERM of its own (still running after 10 s
+// with AGENTHOST_TEST_GRACE_MS=10000; by hand after 12 s), so the stop needs SIGKILL. (SIGTERM to the whole group, by
+// hand: exit 0 after ~1.6 s, the tool's sleep orphaned as with SIGINT.)
+TEST_F(RealGemini, SigtermDuringAToolKillsTheToolProcess) {
+  std::optional<int> sleep_pid;
+  auto r = run("long-tool", [&](const cli_result& now) {
+    if (now.of_type("tool_use").empty()) return false;
+    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
+    return sleep_pid.has_value();
+  }, grace_policy(process::stop_policy::sigterm()), "long-tool-sigterm");
+  ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
+  ASSERT_TRUE(r.stop.has_value());
+  EXPECT_TRUE(r.of_type("result").empty()) << r.dump();
+  EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
+  EXPECT_EQ(r.stop->phase, process::stop_phase::kill);
+  ASSERT_TRUE(r.status && r.status->as_signaled() != nullptr) << r.status_text();
+  EXPECT_EQ(r.status->as_signaled()->signal, SIGKILL) << "gemini now ends on SIGTERM: update the README";
+  std::cout << "[ real gemini ] SIGTERM during the tool: gemini " << r.status_text() << " after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->leader_exit_after).count()
+            << " ms, stop phase " << phase_name(r.stop->phase) << "\n";
 }
 
 }  // namespace
