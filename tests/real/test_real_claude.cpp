@@ -391,16 +391,35 @@ TEST_F(RealClaude, Http429IsAnErrorResultAfterOneRetry) {
 }
 
 // What Claude prints last after SIGINT: one result, subtype error_during_execution, is_error, the abort reason.
-void expect_interrupted_result(const cli_result& r, const std::string& terminal_reason) {
-  const json& res = result_event(r);
-  ASSERT_TRUE(res.is_object()) << "no result after SIGINT\n" << r.dump();
+// Sometimes (~20 % of the runs on a loaded 2-core machine, never on an idle one) Claude exits 0 after SIGINT without
+// printing the interruption's lines and result — the silent exit of SigintBetweenToolUseAndToolStartExits0WithoutAResult,
+// hit when the signal lands while Claude is between states: returns false then, and says so.
+bool interrupted_result(const cli_result& r, const std::string& terminal_reason) {
+  const auto results = r.of_type("result");
+  EXPECT_LE(results.size(), 1u) << r.dump();
+  if (results.empty()) {
+    std::cout << "[ real claude ] NOTE: claude exited (" << r.status_text() << ") after SIGINT without a result line ("
+              << r.lines.size() << " lines)\n";
+    return false;
+  }
+  const json& res = *results.back();
   EXPECT_EQ(&res, &r.events.back()) << "the result is the last line";
-  EXPECT_EQ(r.of_type("result").size(), 1u);
   EXPECT_EQ(res.value("subtype", ""), "error_during_execution");
   EXPECT_EQ(res.value("is_error", false), true);
   EXPECT_EQ(res.value("terminal_reason", ""), terminal_reason);
-  ASSERT_EQ(res.value("errors", json::array()).size(), 1u) << res.dump();
-  EXPECT_EQ(res.at("errors").at(0).get<std::string>().rfind("[ede_diagnostic] result_type=user", 0), 0u) << res.dump();
+  const auto errors = res.value("errors", json::array());
+  EXPECT_EQ(errors.size(), 1u) << res.dump();
+  if (!errors.empty()) {
+    EXPECT_EQ(errors.at(0).get<std::string>().rfind("[ede_diagnostic] result_type=user", 0), 0u) << res.dump();
+  }
+  return true;
+}
+
+// A process that still exists and is not a zombie.
+bool alive(int pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
 
 // The process layer's stop (SIGINT to the group, 2 s grace, SIGKILL to the tree) while the model streams (40 s).
@@ -417,16 +436,17 @@ TEST_F(RealClaude, CancellationMidStream) {
   // without stop_reason and a message_stop marked `abandoned_blocks`), prints an error result and exits 0.
   EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt) << "claude did not exit on SIGINT within the grace period";
   EXPECT_EQ(r.exit_code(), 0) << r.dump();
-  expect_interrupted_result(r, "aborted_streaming");
-  const auto stops = r.of_type("stream_event");
-  ASSERT_FALSE(stops.empty());
-  EXPECT_EQ(stops.back()->at("event").value("type", ""), "message_stop");
-  EXPECT_TRUE(stops.back()->contains("abandoned_blocks")) << stops.back()->dump();
-  // The text streamed so far also comes once as a full frame, then a "[Request interrupted by user]" user line.
-  EXPECT_EQ(frame_texts(r, "text", "text"), std::vector<std::string>{got}) << r.dump();
-  const auto users = r.of_type("user");
-  ASSERT_EQ(users.size(), 1u) << r.dump();
-  EXPECT_EQ(users[0]->at("message").at("content").at(0).value("text", ""), "[Request interrupted by user]");
+  if (interrupted_result(r, "aborted_streaming")) {
+    const auto stops = r.of_type("stream_event");
+    ASSERT_FALSE(stops.empty());
+    EXPECT_EQ(stops.back()->at("event").value("type", ""), "message_stop");
+    EXPECT_TRUE(stops.back()->contains("abandoned_blocks")) << stops.back()->dump();
+    // The text streamed so far also comes once as a full frame, then a "[Request interrupted by user]" user line.
+    EXPECT_EQ(frame_texts(r, "text", "text"), std::vector<std::string>{got}) << r.dump();
+    const auto users = r.of_type("user");
+    ASSERT_EQ(users.size(), 1u) << r.dump();
+    EXPECT_EQ(users[0]->at("message").at("content").at(0).value("text", ""), "[Request interrupted by user]");
+  }
   std::cout << "[ real claude ] SIGINT mid-stream: claude " << r.status_text() << ", "
             << r.of_type("result").size() << " result line(s), last lines:\n"
             << (r.lines.size() > 3 ? r.lines[r.lines.size() - 3] + "\n" + r.lines[r.lines.size() - 2] + "\n" : "")
@@ -468,18 +488,20 @@ TEST_F(RealClaude, CancellationDuringAToolKillsTheToolProcess) {
   ASSERT_EQ(uses.size(), 1u) << r.dump();
   EXPECT_EQ(uses[0]->at("input").at("command"), "echo sleeping; sleep 30");
   EXPECT_EQ(process_named(run_mark(), "sleep"), std::nullopt) << "the tool's sleep survived";
-  EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
+  EXPECT_FALSE(alive(*sleep_pid)) << "the tool's sleep survived";
   // Claude ends the tool call as rejected by the user, adds an interruption note, prints an error result, exits 0.
   EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt) << "claude did not exit on SIGINT within the grace period";
   EXPECT_EQ(r.exit_code(), 0) << r.dump();
-  expect_interrupted_result(r, "aborted_tools");
-  const auto users = r.of_type("user");
-  ASSERT_EQ(users.size(), 2u) << r.dump();
-  const auto& rejected = users[0]->at("message").at("content").at(0);
-  EXPECT_EQ(rejected.at("tool_use_id"), "call_mock_sleep_2");
-  EXPECT_EQ(rejected.value("is_error", false), true);
-  EXPECT_EQ(users[0]->at("tool_use_result"), "User rejected tool use");
-  EXPECT_EQ(users[1]->at("message").at("content").at(0).value("text", ""), "[Request interrupted by user for tool use]");
+  if (interrupted_result(r, "aborted_tools")) {
+    const auto users = r.of_type("user");
+    ASSERT_EQ(users.size(), 2u) << r.dump();
+    const auto& rejected = users[0]->at("message").at("content").at(0);
+    EXPECT_EQ(rejected.at("tool_use_id"), "call_mock_sleep_2");
+    EXPECT_EQ(rejected.value("is_error", false), true);
+    EXPECT_EQ(users[0]->at("tool_use_result"), "User rejected tool use");
+    EXPECT_EQ(users[1]->at("message").at("content").at(0).value("text", ""),
+              "[Request interrupted by user for tool use]");
+  }
   std::cout << "[ real claude ] SIGINT during the tool: claude " << r.status_text() << ", "
             << r.of_type("result").size() << " result line(s), last lines:\n"
             << (r.lines.size() > 3 ? r.lines[r.lines.size() - 3] + "\n" + r.lines[r.lines.size() - 2] + "\n" : "")
@@ -500,11 +522,29 @@ TEST_F(RealClaude, SigintToTheCliAloneDuringATool) {
   }, policy, "long-tool-echo-sigint-cli-only");
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   ASSERT_TRUE(r.stop.has_value());
-  EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
+  EXPECT_FALSE(alive(*sleep_pid)) << "the tool's sleep survived";
   EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt) << "claude left its tool running after SIGINT";
   EXPECT_EQ(r.exit_code(), 0) << r.dump();
-  expect_interrupted_result(r, "aborted_tools");
+  interrupted_result(r, "aborted_tools");
   std::cout << "[ real claude ] SIGINT to the CLI alone during the tool: claude " << r.status_text() << "\n";
+}
+
+// SIGINT right after the tool_use frame, before the tool runs: Claude 2.1.332 exits 0 at once, without closing the
+// API message (no message_delta / message_stop), without a tool result and without a result line — the same silent
+// exit that, on a loaded machine, also hits a SIGINT while the tool's process is just starting.
+TEST_F(RealClaude, SigintBetweenToolUseAndToolStartExits0WithoutAResult) {
+  auto r = run("long-tool-echo", [](const cli_result& now) { return !frame_blocks(now, "tool_use").empty(); },
+               process::stop_policy::ctrl_c(), "long-tool-echo-sigint-before-tool");
+  ASSERT_TRUE(r.stop.has_value()) << r.dump();
+  EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt);
+  EXPECT_EQ(r.exit_code(), 0) << r.dump();
+  EXPECT_EQ(process_named(run_mark(), "sleep"), std::nullopt);
+  const auto results = r.of_type("result");
+  std::cout << "[ real claude ] SIGINT between tool_use and tool start: " << r.status_text() << ", " << results.size()
+            << " result line(s), last event: " << (r.events.empty() ? "" : r.events.back().dump().substr(0, 160))
+            << "\n";
+  EXPECT_TRUE(results.empty()) << r.dump();
+  EXPECT_TRUE(r.of_type("user").empty()) << r.dump();
 }
 
 // SIGTERM (the stop policy pi needs) during the tool: Claude kills its tool (SIGKILL: "Exit code 137") and reports
@@ -518,16 +558,20 @@ TEST_F(RealClaude, SigtermDuringAToolExits143WithoutAResult) {
   }, process::stop_policy::sigterm(), "long-tool-echo-sigterm");
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   ASSERT_TRUE(r.stop.has_value());
-  EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
+  EXPECT_FALSE(alive(*sleep_pid)) << "the tool's sleep survived";
   EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt) << "claude did not exit on SIGTERM within the grace period";
   EXPECT_EQ(r.exit_code(), 143) << r.dump();
   EXPECT_TRUE(r.of_type("result").empty()) << r.dump();
   const auto users = r.of_type("user");
-  ASSERT_EQ(users.size(), 1u) << r.dump();
-  const auto& failed = users[0]->at("message").at("content").at(0);
-  EXPECT_EQ(failed.at("tool_use_id"), "call_mock_sleep_2");
-  EXPECT_EQ(failed.value("is_error", false), true);
-  EXPECT_EQ(failed.at("content"), "Exit code 137\nsleeping");
+  EXPECT_LE(users.size(), 1u) << r.dump();
+  if (!users.empty()) {  // printed unless claude was killed before (as with SIGINT, seen under load)
+    const auto& failed = users[0]->at("message").at("content").at(0);
+    EXPECT_EQ(failed.at("tool_use_id"), "call_mock_sleep_2");
+    EXPECT_EQ(failed.value("is_error", false), true);
+    EXPECT_EQ(failed.at("content"), "Exit code 137\nsleeping");
+  } else {
+    std::cout << "[ real claude ] NOTE: no tool result line after SIGTERM\n";
+  }
   std::cout << "[ real claude ] SIGTERM during the tool: claude " << r.status_text() << "\n";
 }
 
