@@ -392,8 +392,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
     }
     if (batch.empty()) return read_more(std::move(h));
     reading = false;
-    // Only reached from the completion of async_read_some, on our executor: no need for another scheduler hop.
-    dispatch_completion(std::move(h), ex, error_code{}, line_batch(batch));
+    post_completion(std::move(h), ex, error_code{}, line_batch(batch));
   }
 
   // ---- stdout, coalescing mode --------------------------------------------------------------------------------
