@@ -427,7 +427,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   }
 
   // One read() per tick; a short read means the pipe is empty (no second read just to see EAGAIN). A read that fills
-  // the chunk without completing a line (a long line) is followed by more, up to a bound per turn.
+  // the chunk without completing a line (a long line) is followed by more: up to 16 now, then after a post.
   void read_coalesced(bool from_initiation) {
     for (int reads = 0; reads < 16;) {
       auto space = framer.prepare(opts.read_chunk_bytes);
@@ -446,7 +446,13 @@ struct child::impl : std::enable_shared_from_this<impl> {
       const error_code ec = n == 0 ? error_code(asio::error::eof) : error_code(errno, boost::system::system_category());
       return on_stdout(ec, 0, std::move(pending_read));
     }
-    if (batch.empty()) return poller->arm(coalesced);
+    if (batch.empty()) {
+      if (!out_full) return poller->arm(coalesced);
+      // A very long line: go on after the other handlers had their turn, without waiting for a tick.
+      return asio::post(ex, [w = weak_from_this()] {
+        if (auto self = w.lock()) self->on_coalesced_ready();
+      });
+    }
     reading = false;
     if (from_initiation) return post_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));
     dispatch_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));

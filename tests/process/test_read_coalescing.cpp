@@ -308,12 +308,16 @@ TEST_F(ReadCoalescingTest, ManyChildrenOneContextAndAConsumerThatDoesNotRead) {
 }
 
 TEST_F(ReadCoalescingTest, BulkOutputIsNotThrottledByTheTick) {
-  // 100 MB with a 50 ms tick: were every read to wait for a tick, this would take > 20 s (100 MB / 256 KiB reads).
-  auto c = spawn(options({"flood-lines", "100000", "--size", "1000", "exit", "0"}, 50ms));
+  // 130 MB with a 50 ms tick: were every read to wait for a tick, this would take > 25 s (130 MB / 256 KiB reads).
+  // A 30 MB line first: many full reads without a line in between (delivered whole: below max_line_bytes).
+  auto c = spawn(options({"line", "30000000", "flood-lines", "100000", "--size", "1000", "exit", "0"}, 50ms));
   reader r{&c};
   r.start();
-  ASSERT_TRUE(run_until(io, [&] { return r.eof; }, 15s));
-  EXPECT_EQ(r.lines.size(), 100000u);
+  ASSERT_TRUE(run_until(io, [&] { return r.eof; }, 20s));
+  ASSERT_EQ(r.lines.size(), 100001u);
+  EXPECT_FALSE(r.lines[0].oversize);
+  EXPECT_EQ(r.lines[0].total, 30000000u);
+  EXPECT_EQ(r.lines[0].text, std::string(30000000, 'x'));
   stop(c);
 }
 
