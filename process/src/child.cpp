@@ -4,7 +4,9 @@
 
 #include "detail/reaper_protocol.hpp"
 #include "detail/unique_fd.hpp"
+#include "linux/pipe_size.hpp"
 #include "linux/proc_tree.hpp"
+#include "posix/read_poller.hpp"
 #include "posix/spawn.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -62,6 +64,17 @@ template <class Sig, class Executor, class... Args>
 void post_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
   asio::get_associated_cancellation_slot(h).clear();
   post_completion_keep_slot(std::move(h), fallback, std::move(args)...);
+}
+
+// Completes `h` now, on its associated executor (inline when that is the one running). Only for code that already
+// runs on the child's executor outside any initiating function — one of our own completions — where a post would
+// only add a scheduler round trip. The handler may start the next read right away: that read only arms the poller or
+// posts, so the stack does not grow.
+template <class Sig, class Executor, class... Args>
+void dispatch_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
+  asio::get_associated_cancellation_slot(h).clear();
+  auto ex = asio::get_associated_executor(h, fallback);
+  asio::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable { std::move(h)(std::move(args)...); });
 }
 
 // waitid(P_PIDFD, WNOHANG): the status, or nullopt while the process runs. ECHILD (someone else reaped it: a host
@@ -126,6 +139,14 @@ struct child::impl : std::enable_shared_from_this<impl> {
   std::vector<line_view> batch;
   bool out_eof = false;
   bool reading = false;
+  // stdout with read coalescing (opts.read_coalescing > 0): the pipe is never given to the reactor — Asio registers a
+  // descriptor edge-triggered at assign(), and every agent write would wake us (see posix/read_poller.hpp).
+  unique_fd out_fd;
+  std::shared_ptr<detail::poll_source> coalesced;
+  detail::read_poller* poller = nullptr;
+  handler_t<void(error_code, line_batch)> pending_read;
+  std::uint64_t read_id = 0;  // tells a stale cancellation-slot handler from the current read's
+  bool out_full = false;      // the last read filled the whole chunk: more is probably waiting
   // stderr
   std::vector<char> err_buf;
   std::string err_tail;
@@ -299,12 +320,34 @@ struct child::impl : std::enable_shared_from_this<impl> {
 
   // ---- stdout -------------------------------------------------------------------------------------------------
 
+  // Takes the stdout pipe (spawn); grows it first (both modes).
+  void adopt_stdout(unique_fd fd) {
+    detail::grow_pipe(fd.get(), opts.read_chunk_bytes);
+    error_code ec;
+    if (opts.read_coalescing.count() <= 0) {
+      out.assign(fd.release(), ec);
+      out.non_blocking(true, ec);
+      return;
+    }
+    (void)::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+    out_fd = std::move(fd);
+    poller = &detail::read_poller::of(ex);
+    coalesced = std::make_shared<detail::poll_source>(
+        detail::poll_source{.fd = out_fd.get(),
+                            .executor = ex,
+                            .interval = opts.read_coalescing,
+                            .on_ready = [w = weak_from_this()] {
+                              if (auto self = w.lock()) self->on_coalesced_ready();
+                            }});
+  }
+
   void read_lines(handler_t<void(error_code, line_batch)> h) {
     if (reading) return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
     batch.clear();
     if (out_eof || shut_down)
       return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
     reading = true;
+    if (coalesced) return read_lines_coalesced(std::move(h));
     auto slot = asio::get_associated_cancellation_slot(h);
     if (slot.is_connected()) {
       slot.assign([w = weak_from_this()](asio::cancellation_type) {
@@ -343,6 +386,69 @@ struct child::impl : std::enable_shared_from_this<impl> {
     if (batch.empty()) return read_more(std::move(h));
     reading = false;
     post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+  }
+
+  // ---- stdout, coalescing mode --------------------------------------------------------------------------------
+
+  void read_lines_coalesced(handler_t<void(error_code, line_batch)> h) {
+    const std::uint64_t id = ++read_id;
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected()) {
+      slot.assign([w = weak_from_this(), id](asio::cancellation_type) {
+        if (auto self = w.lock()) self->cancel_coalesced(id);
+      });
+    }
+    pending_read.swap(h);  // not operator=: Boost 1.81's move assignment wraps the handler in itself (endless recursion)
+    // Bulk output is not throttled by the tick: after a read that filled the chunk, read again at once.
+    if (out_full) return read_coalesced(true);
+    poller->arm(coalesced);
+  }
+
+  // Runs inside the cancellation slot's handler (on the child's executor, like every call into the child).
+  void cancel_coalesced(std::uint64_t id) {
+    if (!reading || id != read_id || !pending_read) return;
+    poller->disarm(coalesced.get());
+    reading = false;
+    // The batch is empty (a read completes as soon as it has a line); a partial line stays in the framer: no data is
+    // lost. The slot is kept: clearing it here would destroy the function that is running.
+    post_completion_keep_slot(std::move(pending_read), ex, error_code(asio::error::operation_aborted), line_batch{});
+  }
+
+  void on_coalesced_ready() {
+    if (!reading || !pending_read || shut_down) return;  // cancelled or destroyed since the tick saw the pipe
+    read_coalesced(false);
+  }
+
+  // One read() per tick; a short read means the pipe is empty (no second read just to see EAGAIN). A read that fills
+  // the chunk without completing a line (a long line) is followed by more: up to 16 now, then after a post.
+  void read_coalesced(bool from_initiation) {
+    for (int reads = 0; reads < 16;) {
+      auto space = framer.prepare(opts.read_chunk_bytes);
+      const ssize_t n = ::read(out_fd.get(), space.data(), space.size());
+      if (n > 0) {
+        ++reads;
+        framer.commit(static_cast<std::size_t>(n), [this](const line_view& l) { batch.push_back(l); });
+        out_full = static_cast<std::size_t>(n) == space.size();
+        if (!batch.empty() || !out_full) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      out_full = false;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // nothing after all: wait for the next tick
+      // EOF, or an error: exactly the normal path's handling (on_stdout posts).
+      const error_code ec = n == 0 ? error_code(asio::error::eof) : error_code(errno, boost::system::system_category());
+      return on_stdout(ec, 0, std::move(pending_read));
+    }
+    if (batch.empty()) {
+      if (!out_full) return poller->arm(coalesced);
+      // A very long line: go on after the other handlers had their turn, without waiting for a tick.
+      return asio::post(ex, [w = weak_from_this()] {
+        if (auto self = w.lock()) self->on_coalesced_ready();
+      });
+    }
+    reading = false;
+    if (from_initiation) return post_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));
+    dispatch_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));
   }
 
   // ---- stdin --------------------------------------------------------------------------------------------------
@@ -610,6 +716,11 @@ struct child::impl : std::enable_shared_from_this<impl> {
     if (direct_reaped) direct_pidfd.reset();  // pending handlers may keep the impl alive a little longer: not the fd
     error_code ignored;
     stop_timer.cancel();
+    if (coalesced) {
+      poller->disarm(coalesced.get());  // before the close: the poller must not poll a closed (or reused) fd
+      out_fd.reset();
+      if (reading && pending_read) on_stdout(error_code(asio::error::operation_aborted), 0, std::move(pending_read));
+    }
     out.close(ignored);
     err.close(ignored);
     in.close(ignored);
@@ -795,14 +906,13 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   if (pidfd) im->pidfd_watch.assign(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 0), ec);
   im->direct_pidfd = std::move(pidfd);
   im->direct_reaped = auto_reaped;
-  im->out.assign(out_r.release(), ec);
+  im->adopt_stdout(std::move(out_r));
   im->err.assign(err_r.release(), ec);
   if (in_parent) {
     im->in.assign(asio::local::stream_protocol(), in_parent.release(), ec);
     im->stdin_open = true;
   }
   if (ctl_parent) im->control.assign(ctl_parent.release(), ec);
-  im->out.non_blocking(true, ec);
   im->err.non_blocking(true, ec);
   im->log(log_level::debug, "spawned " + im->opts.executable.string() + " as pid " + std::to_string(agent_pid) +
                                 (mode == containment_kind::reaper ? " under agenthost-reaper" : " (session mode)"));

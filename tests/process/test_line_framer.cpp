@@ -119,3 +119,23 @@ TEST(LineFramer, PrepareCommitDeliversViewsIntoItsOwnBuffer) {
   f.commit(1, [&](const line_view& l) { got.emplace_back(l.text); });
   EXPECT_EQ(got, (std::vector<std::string>{"ab", "cd"}));
 }
+
+// Views are valid until the next prepare(): an oversize line completed by a commit keeps its head even when the same
+// commit starts the next oversize line (a consumer that holds a whole read's lines, as child does, saw the second
+// line's head in place of the first's).
+TEST(LineFramer, OversizeHeadViewSurvivesTheNextOversizeLineOfTheSameCommit) {
+  line_framer f(10, 4);
+  std::vector<line_view> views;
+  auto keep = [&](const line_view& l) { views.push_back(l); };
+  f.feed("AAAAAAAAAAAAAAAA", keep);        // spilled: head "AAAA"
+  f.feed("AA\nBBBBBBBBBBBBBBBBB", keep);    // completes A's line, spills B's
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].text, "AAAA");
+  EXPECT_TRUE(views[0].oversize);
+  EXPECT_EQ(views[0].total_bytes, 18u);
+  f.finish(keep);
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_EQ(views[0].text, "AAAA");  // still A's head after finish() emitted B's
+  EXPECT_EQ(views[1].text, "BBBB");
+  EXPECT_EQ(views[1].total_bytes, 17u);
+}

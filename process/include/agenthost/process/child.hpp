@@ -12,7 +12,8 @@
 //
 // Thread safety: a `child` is not thread-safe. All its functions, and the io_context threads that run its
 // operations, must be serialized — use it from one thread, or give it a strand as executor. Different `child`
-// objects are independent.
+// objects are independent — also with spawn_options::read_coalescing, where the children of one execution context
+// share a poller (internally synchronized; each child's reads still run on that child's executor).
 //
 // Lifetime: the object may be destroyed while operations are pending; they then complete with
 // asio::error::operation_aborted. Destroying a running child kills its tree synchronously, bounded by
@@ -78,6 +79,8 @@ class child {
   ///   max_line_bytes arrive with `oversize = true` and their head.
   /// Backpressure: stdout is read only while a read is pending, so a slow consumer makes the agent block on a full
   ///   pipe instead of growing our memory (bounded by max_line_bytes + read_chunk_bytes).
+  /// With spawn_options::read_coalescing > 0 the same holds; the read completes at the poller's next tick that finds
+  ///   output (up to one interval later), not as soon as the agent writes.
   /// Per-operation cancellation: terminal, partial, total — the read completes with operation_aborted; no data is
   ///   lost (the next read continues where this one stopped). The process is not affected.
   /// One read at a time (errc::operation_in_progress otherwise).

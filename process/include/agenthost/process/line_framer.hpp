@@ -83,18 +83,18 @@ class line_framer {
 
   /// Bytes held for the current incomplete line (its head only, in oversize mode): at most max_line_bytes + 4, since a
   /// first line's BOM and a trailing '\r' (maybe the first half of "\r\n") do not count toward the maximum.
-  [[nodiscard]] std::size_t buffered_bytes() const noexcept { return oversize_ ? head_.size() : end_ - begin_; }
+  [[nodiscard]] std::size_t buffered_bytes() const noexcept { return oversize_ ? head().size() : end_ - begin_; }
 
  private:
   template <class OnLine>
   void emit(std::string_view text, OnLine& on_line) {
     if (oversize_) {
       oversize_total_ += text.size();
-      if (head_.size() < oversize_head_bytes_) head_.append(text.substr(0, oversize_head_bytes_ - head_.size()));
+      if (head().size() < oversize_head_bytes_) head().append(text.substr(0, oversize_head_bytes_ - head().size()));
       std::size_t total = oversize_total_;
       if (!text.empty() && text.back() == '\r') --total;
       oversize_ = false;
-      on_line(line_view{strip_bom(head_), true, total});
+      on_line(line_view{strip_bom(head()), true, total});
       return;
     }
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
@@ -134,7 +134,10 @@ class line_framer {
     std::string_view part{buf_.data() + begin_, end_ - begin_};
     if (!oversize_) {
       oversize_ = true;
-      head_.clear();
+      // A new head buffer: the previous one may still be viewed by a line of the current batch (an oversize line
+      // completed by this commit), and the views must stay valid until the next prepare().
+      cur_head_ ^= 1;
+      head().clear();
       oversize_total_ = 0;
       if (stream_start_) {
         stream_start_ = false;
@@ -143,11 +146,14 @@ class line_framer {
     }
     const bool keep_cr = !part.empty() && part.back() == '\r';
     if (keep_cr) part.remove_suffix(1);
-    if (head_.size() < oversize_head_bytes_) head_.append(part.substr(0, oversize_head_bytes_ - head_.size()));
+    if (head().size() < oversize_head_bytes_) head().append(part.substr(0, oversize_head_bytes_ - head().size()));
     oversize_total_ += part.size();
     begin_ = keep_cr ? end_ - 1 : end_;
     scan_ = end_;
   }
+
+  std::string& head() noexcept { return heads_[cur_head_]; }
+  [[nodiscard]] const std::string& head() const noexcept { return heads_[cur_head_]; }
 
   std::size_t max_line_bytes_;
   std::size_t oversize_head_bytes_;
@@ -155,8 +161,9 @@ class line_framer {
   std::size_t begin_ = 0;  // start of the current (incomplete) line
   std::size_t end_ = 0;    // end of valid data
   std::size_t scan_ = 0;   // bytes before this were searched for '\n'
-  bool oversize_ = false;  // the current line exceeded the maximum; head_ holds its beginning
-  std::string head_;
+  bool oversize_ = false;  // the current line exceeded the maximum; head() holds its beginning
+  std::string heads_[2];   // head() is heads_[cur_head_]; two, so a new oversize line never overwrites a viewed head
+  unsigned cur_head_ = 0;
   std::size_t oversize_total_ = 0;
   bool stream_start_ = true;
 };

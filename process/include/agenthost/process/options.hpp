@@ -69,6 +69,14 @@ struct spawn_options {
   std::size_t oversize_head_bytes = std::size_t{4} << 10;
   /// Bytes of stdout read per system call. Default: 256 KiB.
   std::size_t read_chunk_bytes = std::size_t{256} << 10;
+  /// Read coalescing for hosts of many agents. Default: 0 = off (stdout is read as soon as it is readable).
+  /// When > 0, stdout is not watched by the io_context's reactor: while a read is pending, one poller per execution
+  /// context looks at every such pipe once per interval (one poll() for all of them) and reads each ready pipe once.
+  /// Trade-off: lines arrive up to one interval later (delay ≈ interval / 2 on average), but the host wakes up once per
+  /// interval instead of once per agent write — e.g. 100 agents writing every millisecond: ~100,000 wake-ups/s off,
+  /// 1/interval on. Children sharing a context are polled at the shortest interval among them. A read that fills the
+  /// whole read chunk is followed at once by the next read, so bulk output is not throttled. stderr is unaffected.
+  std::chrono::microseconds read_coalescing{0};
   /// How much of stderr's end is kept (stderr is drained continuously, whatever its volume). Default: 64 KiB.
   std::size_t stderr_tail_bytes = std::size_t{64} << 10;
   /// Default: automatic.

@@ -1,0 +1,114 @@
+#include "read_poller.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace agenthost::process::detail {
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+read_poller::read_poller(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+
+read_poller::~read_poller() = default;
+
+read_poller& read_poller::of(const asio::any_io_executor& ex) {
+  return asio::use_service<read_poller>(asio::query(ex, asio::execution::context));
+}
+
+void read_poller::shutdown() {
+  // The context is going away: its handlers are destroyed without running. Drop the sources (they only hold weak
+  // references to their children) so nothing is kept alive past the context.
+  std::lock_guard lock(mutex_);
+  shut_down_ = true;
+  armed_.clear();
+}
+
+void read_poller::arm(const std::shared_ptr<poll_source>& s) {
+  std::lock_guard lock(mutex_);
+  if (shut_down_) return;
+  if (std::find(armed_.begin(), armed_.end(), s) == armed_.end()) armed_.push_back(s);
+  if (!ticking_) {
+    ticking_ = true;
+    start_timer_locked(clock_type::now() + s->interval);
+  } else if (clock_type::now() + s->interval < deadline_) {
+    // A child with a shorter interval than the running tick: bring the tick forward.
+    start_timer_locked(clock_type::now() + s->interval);
+  }
+}
+
+void read_poller::disarm(const poll_source* s) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(armed_, [s](const auto& a) { return a.get() == s; });
+  // The tick stops by itself when it finds nothing armed.
+}
+
+void read_poller::start_timer_locked(clock_type::time_point when) {
+  if (!timer_) {
+    // The tick runs on the context's own executor (not on the first child's strand, when children have strands); the
+    // children are served on their own executors anyway.
+    const auto& ex = armed_.back()->executor;
+    if (const auto* s = ex.target<asio::strand<asio::io_context::executor_type>>()) {
+      timer_.emplace(s->get_inner_executor());
+    } else {
+      timer_.emplace(ex);
+    }
+  }
+  deadline_ = when;
+  timer_->expires_at(when);
+  timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec == asio::error::operation_aborted) return;  // re-armed earlier, or shut down
+    on_tick();
+  });
+}
+
+void read_poller::on_tick() {
+  std::vector<std::shared_ptr<poll_source>> ready;
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_down_) return;
+    if (armed_.empty()) {
+      ticking_ = false;
+      return;
+    }
+    // poll() under the mutex: disarm() (which a child calls before closing its fd) then cannot race with it. The
+    // timeout is 0, so the mutex is held for one system call.
+    std::vector<pollfd> fds(armed_.size());
+    for (std::size_t i = 0; i < armed_.size(); ++i) fds[i] = {armed_[i]->fd, POLLIN, 0};
+    int n;
+    do n = ::poll(fds.data(), fds.size(), 0);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      // Ready sources leave the armed set: one arm, one on_ready. Hang-ups and errors count as ready (the read
+      // reports them, as in the normal path).
+      std::size_t keep = 0;
+      for (std::size_t i = 0; i < armed_.size(); ++i) {
+        if (fds[i].revents != 0) {
+          ready.push_back(std::move(armed_[i]));
+        } else {
+          armed_[keep++] = std::move(armed_[i]);
+        }
+      }
+      armed_.resize(keep);
+    }
+    // Fixed rate while anything stays armed; a source armed again by on_ready below joins this schedule.
+    std::chrono::nanoseconds interval = armed_.empty() ? ready.front()->interval : armed_.front()->interval;
+    for (const auto& a : armed_) interval = std::min(interval, a->interval);
+    for (const auto& r : ready) interval = std::min(interval, r->interval);
+    const auto now = clock_type::now();
+    start_timer_locked(std::max(deadline_ + interval, now));
+  }
+  // Outside the mutex: on_ready arms again (and may complete a user handler that spawns, destroys or reads).
+  // dispatch runs it inline when this thread already runs the child's executor (the one-thread io_context case).
+  for (auto& r : ready) asio::dispatch(r->executor, [r] { r->on_ready(); });
+}
+
+}  // namespace agenthost::process::detail

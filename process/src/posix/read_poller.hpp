@@ -1,0 +1,68 @@
+// The read-coalescing poller (internal): one per execution context, shared by every child spawned with
+// spawn_options::read_coalescing > 0.
+//
+// Why: Asio registers a descriptor edge-triggered in epoll when it is assigned, so every write of every agent wakes
+// the io_context thread — with 100 agents writing each millisecond that is ~100,000 wake-ups per second, whether or
+// not a read is pending. A coalescing child keeps its stdout out of the reactor altogether; this poller ticks at the
+// coalescing interval, only while at least one such child has a read pending, does one poll() over those pipes and
+// hands each ready one to its child (on the child's executor), which read()s it once. A tick then costs one timer
+// wake-up, one poll() and one read() per agent with output, whatever the number of writes in between.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace agenthost::process::detail {
+
+/// One pipe served by the poller. Owned by its child; the poller holds it only while it is armed.
+struct poll_source {
+  int fd = -1;
+  /// The child's executor: on_ready runs there.
+  boost::asio::any_io_executor executor;
+  /// How often the pipe is looked at while armed.
+  std::chrono::nanoseconds interval{};
+  /// Runs on `executor` once after arm() when the pipe is readable, hung up or in error. It must check that its
+  /// owner still waits (an arm may be overtaken by a disarm) and arm again if it wants more.
+  std::function<void()> on_ready;
+};
+
+/// Thread safety: arm() and disarm() may be called from any thread (a mutex guards the armed set and the timer);
+/// on_ready runs on the source's executor, never under the mutex, so it may arm or disarm.
+class read_poller final : public boost::asio::execution_context::service {
+ public:
+  static inline boost::asio::execution_context::id id;
+
+  explicit read_poller(boost::asio::execution_context& ctx);
+  ~read_poller() override;
+
+  /// The poller of `ex`'s execution context (created on first use).
+  static read_poller& of(const boost::asio::any_io_executor& ex);
+
+  /// Look at `s->fd` at the next tick (starting the ticks if they were stopped). Idempotent.
+  void arm(const std::shared_ptr<poll_source>& s);
+  /// Forget `s` if it is armed; after this returns, the poller no longer polls its fd (the caller may close it).
+  /// A dispatch to on_ready already under way is not recalled: on_ready must check its owner's state.
+  void disarm(const poll_source* s);
+
+ private:
+  void shutdown() override;
+  void start_timer_locked(std::chrono::steady_clock::time_point when);
+  void on_tick();
+
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<poll_source>> armed_;
+  std::optional<boost::asio::steady_timer> timer_;
+  std::chrono::steady_clock::time_point deadline_{};
+  bool ticking_ = false;
+  bool shut_down_ = false;
+};
+
+}  // namespace agenthost::process::detail
