@@ -14,7 +14,8 @@
 //               delay is taken on receipt: bare blocking read() vs child::async_read_lines (+ the mapper).
 //   scale       K agents (1, 10, 50, 100) each `rate 1000000 --seconds S` (1 MB/s of 100-byte lines) on one
 //               io_context thread, every line through a pi_mapper; host CPU (getrusage) over a steady-state window
-//               and each line's delay against its due time.
+//               and each line's delay against its due time. --scale-content adds realistic rows: each agent streams a
+//               generated pi transcript (`rate 1000000 --file F`: pi-delta ≥ 0.84, pi-snapshot ≤ 0.83) at 1 MB/s.
 //   memory      peak RSS (wait4 ru_maxrss) of `agenthost map --agent pi FILE > /dev/null` on the generated
 //               transcripts (snapshot ~100 MB) against 2 × the longest line + 16 MiB.
 //
@@ -22,6 +23,7 @@
 //        --kinds LIST (snapshot,delta,tools)  --agents LIST (default 1,10,50,100)  --scale-seconds S
 //        --scale-tick-ms LIST (default 0,2: extra rows at the largest K with a paced poll()+sleep event loop)
 //        --scale-coalesce-ms LIST (default 2,4,5: rows at every K with spawn_options::read_coalescing; 0 = none)
+//        --scale-content LIST (default synthetic,pi-delta,pi-snapshot: what each scale agent streams)
 //        --latency-lines N  --latency-interval-us U  --no-node  --keep-files  --strict (exit 1 on a missed target)
 #include "../mapper/pi_transcripts.hpp"
 
@@ -174,7 +176,8 @@ struct config {
   std::vector<int> scale_tick_ms = {0, 2};
   std::vector<int> scale_coalesce_ms = {2, 4, 5};  // rows at every K with spawn_options::read_coalescing (run() loop)
   bool scale_plain_rows = true;  // off: only the coalescing rows (for profiling them)
-  bool scale_no_mapper_row = true;  // also the largest K without the mapper (the process layer's share)  // 0 = io_context::run(); T > 0 = poll() then sleep T ms (largest K only)
+  bool scale_no_mapper_row = true;
+  std::vector<std::string> scale_content = {"synthetic", "pi-delta", "pi-snapshot"};  // what each agent streams  // also the largest K without the mapper (the process layer's share)  // 0 = io_context::run(); T > 0 = poll() then sleep T ms (largest K only)
   std::uint64_t latency_lines = 4000;
   std::uint64_t latency_interval_us = 500;
   bool node = true;
@@ -563,8 +566,9 @@ struct agent_state {
   std::optional<agenthost::process::child> child;
   agenthost::mapper::pi_mapper mapper;
   std::vector<agenthost::transport::message> out;
-  std::vector<std::pair<std::int64_t, std::int64_t>> samples;  // (line index, receipt ns)
+  std::vector<std::pair<std::int64_t, std::int64_t>> samples;  // (line index or bytes before the line, receipt ns)
   std::uint64_t lines = 0, bytes = 0;
+  std::uint64_t messages = 0, text_bytes = 0;  // what a consumer of the mapper's messages sees
   bool eof = false;
   std::function<void()> read;
 };
@@ -578,20 +582,148 @@ std::int64_t parse_index(std::string_view line) {
   return v;
 }
 
+/// What each scale agent streams: the synthetic 100-byte `rate` lines, or a transcript file's lines (`rate --file`).
+struct scale_content {
+  std::string name = "synthetic";
+  fs::path file;                       // empty: synthetic
+  std::vector<std::size_t> line_sizes;  // with the newline, in file order (cycled by the agent)
+  std::size_t bytes = 0;                // file size
+};
+
+namespace gen = agenthost::bench::detail_transcripts;
+
+/// pi ≤ 0.83 (snapshot era) session with one tool turn and then a long answer: every message_update carries the
+/// event with the cumulative message (`partial`) and the same message again (`message`), as pi 0.73 writes them
+/// (fixtures/pi/pi-0.73.1-json-tool-turn.jsonl); the tool's output grows over cumulative tool_execution_update events.
+agenthost::bench::transcript make_snapshot_tool_session(std::size_t answer_chars) {
+  using json = gen::json;
+  agenthost::bench::transcript t;
+  json user;
+  gen::header(t, "Fix the failing test, then explain.", user);
+  const auto snapshot_update = [&](json ame, const json& content) {
+    const json partial = gen::assistant(content, "stop");
+    ame["partial"] = partial;
+    gen::add(t, {{"type", "message_update"}, {"assistantMessageEvent", ame}, {"message", partial}});
+  };
+  // Turn 1: thinking, a short text, a bash tool call streamed as argument fragments.
+  gen::add(t, {{"type", "message_start"}, {"message", gen::assistant(json::array(), "stop")}});
+  json content = json::array();
+  std::string thinking;
+  content.push_back({{"type", "thinking"}, {"thinking", ""}, {"thinkingSignature", "reasoning_content"}});
+  snapshot_update({{"type", "thinking_start"}, {"contentIndex", 0}}, content);
+  for (const auto& c : gen::prose_chunks(400, 1)) {
+    thinking += c;
+    content[0]["thinking"] = thinking;
+    snapshot_update({{"type", "thinking_delta"}, {"contentIndex", 0}, {"delta", c}}, content);
+  }
+  snapshot_update({{"type", "thinking_end"}, {"contentIndex", 0}, {"content", thinking}}, content);
+  std::string text;
+  content.push_back({{"type", "text"}, {"text", ""}});
+  snapshot_update({{"type", "text_start"}, {"contentIndex", 1}}, content);
+  for (const auto& c : gen::prose_chunks(200, 2)) {
+    text += c;
+    content[1]["text"] = text;
+    snapshot_update({{"type", "text_delta"}, {"contentIndex", 1}, {"delta", c}}, content);
+  }
+  snapshot_update({{"type", "text_end"}, {"contentIndex", 1}, {"content", text}}, content);
+  const std::string id = "call_1";
+  const json args = {{"command", "make test 2>&1 | tail -n 200"}};
+  content.push_back({{"type", "toolCall"}, {"id", id}, {"name", "bash"}, {"arguments", json::object()},
+                     {"partialArgs", ""}, {"streamIndex", 0}});
+  snapshot_update({{"type", "toolcall_start"}, {"contentIndex", 2}}, content);
+  const std::string args_text = args.dump();
+  std::string partial_args;
+  for (std::size_t i = 0; i < args_text.size(); i += 6) {
+    partial_args += args_text.substr(i, 6);
+    content[2]["partialArgs"] = partial_args;
+    snapshot_update({{"type", "toolcall_delta"}, {"contentIndex", 2}, {"delta", args_text.substr(i, 6)}}, content);
+  }
+  content[2] = {{"type", "toolCall"}, {"id", id}, {"name", "bash"}, {"arguments", args}};
+  snapshot_update({{"type", "toolcall_end"}, {"contentIndex", 2}, {"toolCall", content[2]}}, content);
+  const json call_message = gen::assistant(content, "toolUse", 4000, 300);
+  gen::add(t, {{"type", "message_end"}, {"message", call_message}});
+  gen::add(t, {{"type", "tool_execution_start"}, {"toolCallId", id}, {"toolName", "bash"}, {"args", args}});
+  std::string output;
+  for (std::size_t i = 0; i < 40; ++i) {
+    output += "test_case_" + std::to_string(i) + " ... ok (" + std::to_string(i * 3 % 17) + " ms)\n";
+    gen::add(t, {{"type", "tool_execution_update"}, {"toolCallId", id}, {"toolName", "bash"}, {"args", args},
+                 {"partialResult", {{"content", json::array({{{"type", "text"}, {"text", output}}})},
+                                    {"details", json::object()}}}});
+  }
+  const json result = {{"content", json::array({{{"type", "text"}, {"text", output}}})}};
+  gen::add(t, {{"type", "tool_execution_end"}, {"toolCallId", id}, {"toolName", "bash"}, {"result", result},
+               {"isError", false}});
+  const json tool_message = {{"role", "toolResult"}, {"toolCallId", id}, {"toolName", "bash"},
+                             {"content", result["content"]}, {"isError", false}, {"timestamp", 1795978154667LL}};
+  gen::add(t, {{"type", "message_start"}, {"message", tool_message}});
+  gen::add(t, {{"type", "message_end"}, {"message", tool_message}});
+  gen::add(t, {{"type", "turn_end"}, {"message", call_message}, {"toolResults", json::array({tool_message})}});
+  // Turn 2: the long answer, one cumulative snapshot per ~4-character token.
+  gen::add(t, {{"type", "turn_start"}});
+  gen::add(t, {{"type", "message_start"}, {"message", gen::assistant(json::array(), "stop")}});
+  json answer = json::array({{{"type", "text"}, {"text", ""}}});
+  snapshot_update({{"type", "text_start"}, {"contentIndex", 0}}, answer);
+  std::string answer_text;
+  const auto chunks = gen::prose_chunks(answer_chars, 3);
+  for (const auto& c : chunks) {
+    answer_text += c;
+    answer[0]["text"] = answer_text;
+    snapshot_update({{"type", "text_delta"}, {"contentIndex", 0}, {"delta", c}}, answer);
+  }
+  snapshot_update({{"type", "text_end"}, {"contentIndex", 0}, {"content", answer_text}}, answer);
+  const json final_message = gen::assistant(answer, "stop", 5000, static_cast<int>(chunks.size()));
+  gen::add(t, {{"type", "message_end"}, {"message", final_message}});
+  gen::add(t, {{"type", "turn_end"}, {"message", final_message}, {"toolResults", json::array()}});
+  gen::add(t, {{"type", "agent_end"}, {"messages", json::array({user, call_message, tool_message, final_message})}});
+  return t;
+}
+
+/// The content's transcript written to `dir` (nothing for synthetic).
+scale_content make_scale_content(const std::string& name, const fs::path& dir) {
+  scale_content c;
+  c.name = name;
+  if (name == "synthetic") return c;
+  agenthost::bench::transcript t;
+  if (name == "pi-delta") t = agenthost::bench::make_transcript(transcript_kind::tools, 1);  // ≥ 0.84, 1 tool turn
+  else if (name == "pi-snapshot") t = make_snapshot_tool_session(4000);
+  else throw std::runtime_error("unknown scale content '" + name + "' (synthetic, pi-delta, pi-snapshot)");
+  c.file = dir / ("scale-" + name + ".jsonl");
+  std::ofstream f(c.file, std::ios::binary);
+  for (const auto& l : t.lines) {
+    f << l << '\n';
+    c.line_sizes.push_back(l.size() + 1);
+    c.bytes += l.size() + 1;
+  }
+  return c;
+}
+
 struct scale_row {
   int agents = 0;
   int tick_ms = 0;
   double spawn_seconds = 0, window_seconds = 0, cpu_percent = 0, mbps = 0, lps = 0;
   double p50 = 0, p99 = 0, p999 = 0, max = 0;
   std::uint64_t lines = 0, expected = 0;
+  std::uint64_t messages = 0, text_bytes = 0;
   int spawn_failures = 0;
 };
 
-scale_row scale_once(int k, double seconds, int tick_ms, bool map, int coalesce_ms) {
+scale_row scale_once(const scale_content& content, int k, double seconds, int tick_ms, bool map, int coalesce_ms) {
   constexpr std::uint64_t kBps = 1000000, kLineBytes = 100;
-  const double lps = static_cast<double>(kBps) / static_cast<double>(kLineBytes + 1);
-  const auto per_agent = static_cast<std::uint64_t>(std::floor(static_cast<double>(kBps) * seconds /
-                                                                static_cast<double>(kLineBytes + 1)));
+  const bool synthetic = content.file.empty();
+  // Position of a sample per second: line index / lines per second (synthetic), or bytes before the line / BPS.
+  const double lps = synthetic ? static_cast<double>(kBps) / static_cast<double>(kLineBytes + 1)
+                               : static_cast<double>(kBps);
+  std::uint64_t per_agent = static_cast<std::uint64_t>(
+      std::floor(static_cast<double>(kBps) * seconds / static_cast<double>(kLineBytes + 1)));
+  if (!synthetic) {  // fake_agent's rule: lines are written while they end within BPS·S bytes
+    const auto budget = static_cast<std::uint64_t>(std::floor(static_cast<double>(kBps) * seconds));
+    per_agent = 0;
+    for (std::uint64_t sent = 0, i = 0; sent + content.line_sizes[i] <= budget;
+         i = i + 1 == content.line_sizes.size() ? 0 : i + 1) {
+      sent += content.line_sizes[i];
+      ++per_agent;
+    }
+  }
   scale_row row;
   row.agents = k;
   row.tick_ms = tick_ms;
@@ -602,8 +734,10 @@ scale_row scale_once(int k, double seconds, int tick_ms, bool map, int coalesce_
   for (int i = 0; i < k; ++i) {
     auto a = std::make_unique<agent_state>();
     a->samples.reserve(per_agent + 16);
-    auto opts = fake_options({"rate", std::to_string(kBps), "--lines-of", std::to_string(kLineBytes), "--seconds",
-                              fmt(seconds, 3)});
+    auto opts = synthetic ? fake_options({"rate", std::to_string(kBps), "--lines-of", std::to_string(kLineBytes),
+                                          "--seconds", fmt(seconds, 3)})
+                          : fake_options({"rate", std::to_string(kBps), "--file", content.file.string(), "--seconds",
+                                          fmt(seconds, 3)});
     opts.read_coalescing = std::chrono::milliseconds(coalesce_ms);
     auto c = agenthost::process::child::spawn(io.get_executor(), std::move(opts));
     if (!c) {
@@ -617,8 +751,8 @@ scale_row scale_once(int k, double seconds, int tick_ms, bool map, int coalesce_
   row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
   for (auto& ap : agents) {
     agent_state* a = ap.get();
-    a->read = [a, map] {
-      a->child->async_read_lines([a, map](error_code ec, agenthost::process::line_batch lines) {
+    a->read = [a, map, synthetic] {
+      a->child->async_read_lines([a, map, synthetic](error_code ec, agenthost::process::line_batch lines) {
         const std::int64_t now = mono_ns();
         if (ec) {
           a->eof = true;
@@ -626,10 +760,16 @@ scale_row scale_once(int k, double seconds, int tick_ms, bool map, int coalesce_
         }
         for (const auto& l : lines) {
           ++a->lines;
+          a->samples.emplace_back(synthetic ? parse_index(l.text) : static_cast<std::int64_t>(a->bytes), now);
           a->bytes += l.total_bytes + 1;
-          a->samples.emplace_back(parse_index(l.text), now);
           if (map) {
             a->mapper.on_line(l.text, a->out);
+            // A real consumer: count the messages and touch their text.
+            for (const auto& m : a->out) {
+              ++a->messages;
+              if (const auto it = m.content.find("text"); it != m.content.end() && it->is_string())
+                a->text_bytes += it->get_ref<const std::string&>().size();
+            }
             a->out.clear();
           }
         }
@@ -672,11 +812,14 @@ scale_row scale_once(int k, double seconds, int tick_ms, bool map, int coalesce_
     row.window_seconds = static_cast<double>(wall_b - wall_a) / 1e9;
     row.cpu_percent = 100 * (cpu_b - cpu_a) / row.window_seconds;
   }
-  // Delays: each agent's start is estimated as min(receipt − index / lines_per_second); lines due in the window count.
+  // Delays: each agent's start is estimated as min(receipt − position / rate), the position being the line index
+  // (synthetic, rate = lines/s) or the bytes before the line (file content, rate = BPS); lines due in the window count.
   std::vector<double> delays;
   std::uint64_t total_bytes = 0;
   for (auto& a : agents) {
     row.lines += a->lines;
+    row.messages += a->messages;
+    row.text_bytes += a->text_bytes;
     total_bytes += a->bytes;
     if (a->samples.empty()) continue;
     double start = 1e300;
@@ -699,76 +842,98 @@ scale_row scale_once(int k, double seconds, int tick_ms, bool map, int coalesce_
   return row;
 }
 
-void scale(const config& cfg, report& rep) {
+void scale(const config& cfg, const fs::path& dir, report& rep) {
+  std::vector<scale_content> contents;
+  for (const auto& name : cfg.scale_content) contents.push_back(make_scale_content(name, dir));
   rep.add("");
   rep.add("### Scale (K agents × 1 MB/s on one io_context thread)");
   rep.add("");
-  rep.add("Each agent: fake_agent `rate 1000000 --lines-of 100 --seconds " + fmt(cfg.scale_seconds, 1) +
-          "` (9,901 lines/s, written in ≤ 1 ms batches), reaper containment; every line through "
-          "child::async_read_lines and a pi_mapper. Host CPU: getrusage(RUSAGE_SELF) over a steady-state window (1 s "
-          "after the last spawn → 0.7 s before the end). Delay: receipt − due time of the line (the agent's start is "
-          "estimated per agent as the least-late line), for lines due in the window. Targets at 100 agents: CPU ≤ 10 % "
-          "of one core, p99 delay ≤ 10 ms.");
+  rep.add("Each agent streams 1 MB/s for " + fmt(cfg.scale_seconds, 1) +
+          " s in ≤ 1 ms batches, reaper containment; every line through child::async_read_lines and a pi_mapper whose "
+          "messages are consumed (counted, their text size read). Content `synthetic`: fake_agent `rate 1000000 "
+          "--lines-of 100` (9,901 lines/s of 100-byte `{\"type\":\"rate\",…}` lines the mapper does not map); other "
+          "contents: `rate 1000000 --file F`, the lines of a generated pi transcript F, cycled. Host CPU: "
+          "getrusage(RUSAGE_SELF) over a steady-state window (1 s after the last spawn → 0.7 s before the end). Delay: "
+          "receipt − due time of the line, for lines due in the window; due time = the agent's start + line index / "
+          "lines per second (synthetic) or + bytes before the line / 1 MB/s (file contents: fake_agent writes a line "
+          "when its first byte is due), the agent's start estimated per agent as the least-late line. Targets at 100 "
+          "agents: CPU ≤ 10 % of one core, p99 delay ≤ 10 ms.");
+  for (const auto& c : contents) {
+    if (c.file.empty()) continue;
+    const std::size_t longest = *std::max_element(c.line_sizes.begin(), c.line_sizes.end());
+    rep.add("");
+    rep.add("Content `" + c.name + "`: " + std::to_string(c.line_sizes.size()) + " lines, " +
+            fmt(static_cast<double>(c.bytes) / 1e6, 2) + " MB, mean line " +
+            fmt(static_cast<double>(c.bytes) / static_cast<double>(c.line_sizes.size())) + " bytes, longest " +
+            std::to_string(longest) + " bytes (with the newline); at 1 MB/s " +
+            fmt(1e6 * static_cast<double>(c.line_sizes.size()) / static_cast<double>(c.bytes)) +
+            " lines/s per agent, the file cycled every " + fmt(static_cast<double>(c.bytes) / 1e6, 2) + " s.");
+  }
   rep.add("");
-  rep.add("Rows with a tick: the same at the largest agent count, but the io_context thread runs a paced loop "
-          "(`poll()`, then sleep T ms) instead of `run()`: each wake-up serves every agent that has output. Rows with "
-          "`coalesce T ms`: `run()`, children spawned with `spawn_options::read_coalescing = T ms` (stdout out of the "
-          "reactor; one poll() over all pending pipes per tick).");
+  rep.add("Rows with a tick (synthetic only): the same at the largest agent count, but the io_context thread runs a "
+          "paced loop (`poll()`, then sleep T ms) instead of `run()`: each wake-up serves every agent that has output. "
+          "Rows with `coalesce T ms`: `run()`, children spawned with `spawn_options::read_coalescing = T ms` (stdout "
+          "out of the reactor; one poll() over all pending pipes per tick).");
   rep.add("");
-  rep.add("| agents | loop | spawn all | MB/s in | lines/s in | host CPU (% of one core) | CPU per agent | p50 delay "
-          "| p99 delay | p99.9 | max | lines received | verdict |");
-  rep.add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+  rep.add("| content | agents | loop | spawn all | MB/s in | lines/s in | messages/s out | host CPU (% of one core) | "
+          "CPU per agent | p50 delay | p99 delay | p99.9 | max | lines received | verdict |");
+  rep.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   struct scale_run {
     int k, tick;
     bool map;
     int coalesce = 0;
   };
-  std::vector<scale_run> runs;
-  if (cfg.scale_plain_rows)
-    for (int k : cfg.agents) runs.push_back({k, 0, true});
-  if (!cfg.agents.empty() && cfg.scale_plain_rows) {
-    for (int t : cfg.scale_tick_ms)
-      if (t > 0) runs.push_back({cfg.agents.back(), t, true});
-    if (cfg.scale_no_mapper_row) {
-      runs.push_back({cfg.agents.back(), 0, false});
+  for (const auto& content : contents) {
+    const bool synthetic = content.file.empty();
+    std::vector<scale_run> runs;
+    if (cfg.scale_plain_rows)
+      for (int k : cfg.agents) runs.push_back({k, 0, true});
+    if (!cfg.agents.empty() && cfg.scale_plain_rows && synthetic) {
       for (int t : cfg.scale_tick_ms)
-        if (t > 0) runs.push_back({cfg.agents.back(), t, false});
-    }
-  }
-  if (!cfg.agents.empty()) {
-    for (int c : cfg.scale_coalesce_ms) {
-      if (c <= 0) continue;
-      for (int k : cfg.agents) runs.push_back({k, 0, true, c});
-      if (cfg.scale_no_mapper_row) runs.push_back({cfg.agents.back(), 0, false, c});
-    }
-  }
-  bool library_met = false;  // some run() row (coalescing or not) at 100 agents meets both targets
-  bool library_rows = false;
-  for (const auto& [k, tick, map, coalesce] : runs) {
-    if (g_interrupted != 0) break;
-    const scale_row r = scale_once(k, cfg.scale_seconds, tick, map, coalesce);
-    std::string verdict = "–";
-    if (k == 100 && map) {
-      const bool cpu_ok = r.cpu_percent <= 10 && r.window_seconds > 0;
-      const bool delay_ok = r.p99 <= 10e6 && r.spawn_failures == 0;
-      verdict = cpu_ok && delay_ok ? "met" : std::string("**missed**: ") + (cpu_ok ? "" : "CPU > 10 %") +
-                                                 (!cpu_ok && !delay_ok ? ", " : "") + (delay_ok ? "" : "p99 > 10 ms");
-      if (tick == 0) {
-        library_rows = true;
-        library_met = library_met || (cpu_ok && delay_ok);
+        if (t > 0) runs.push_back({cfg.agents.back(), t, true});
+      if (cfg.scale_no_mapper_row) {
+        runs.push_back({cfg.agents.back(), 0, false});
+        for (int t : cfg.scale_tick_ms)
+          if (t > 0) runs.push_back({cfg.agents.back(), t, false});
       }
     }
-    rep.add("| " + std::to_string(k) + " | " + (tick > 0 ? "tick " + std::to_string(tick) + " ms" : "run()") +
-            (coalesce > 0 ? ", coalesce " + std::to_string(coalesce) + " ms" : "") + (map ? "" : ", no mapper") + " | " +
-            fmt(r.spawn_seconds * 1e3) + " ms | " + fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | " +
-            (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
-            (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | " + fmt_us(r.p50) + " | " +
-            fmt_us(r.p99) + " | " + fmt_us(r.p999) + " | " + fmt_us(r.max) + " | " + std::to_string(r.lines) + " / " +
-            std::to_string(r.expected) +
-            (r.spawn_failures ? " (" + std::to_string(r.spawn_failures) + " spawn failures)" : "") + " | " + verdict +
-            " |");
+    if (!cfg.agents.empty()) {
+      for (int c : cfg.scale_coalesce_ms) {
+        if (c <= 0) continue;
+        for (int k : cfg.agents) runs.push_back({k, 0, true, c});
+        if (cfg.scale_no_mapper_row && synthetic) runs.push_back({cfg.agents.back(), 0, false, c});
+      }
+    }
+    bool library_met = false;  // some run() row (coalescing or not) at 100 agents meets both targets
+    bool library_rows = false;
+    for (const auto& [k, tick, map, coalesce] : runs) {
+      if (g_interrupted != 0) break;
+      const scale_row r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
+      std::string verdict = "–";
+      if (k == 100 && map) {
+        const bool cpu_ok = r.cpu_percent <= 10 && r.window_seconds > 0;
+        const bool delay_ok = r.p99 <= 10e6 && r.spawn_failures == 0;
+        verdict = cpu_ok && delay_ok ? "met" : std::string("**missed**: ") + (cpu_ok ? "" : "CPU > 10 %") +
+                                                   (!cpu_ok && !delay_ok ? ", " : "") + (delay_ok ? "" : "p99 > 10 ms");
+        if (tick == 0) {
+          library_rows = true;
+          library_met = library_met || (cpu_ok && delay_ok);
+        }
+      }
+      rep.add("| " + content.name + " | " + std::to_string(k) + " | " +
+              (tick > 0 ? "tick " + std::to_string(tick) + " ms" : "run()") +
+              (coalesce > 0 ? ", coalesce " + std::to_string(coalesce) + " ms" : "") + (map ? "" : ", no mapper") +
+              " | " + fmt(r.spawn_seconds * 1e3) + " ms | " + fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | " +
+              (map ? fmt(static_cast<double>(r.messages) / cfg.scale_seconds) : "–") + " | " +
+              (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
+              (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | " + fmt_us(r.p50) + " | " +
+              fmt_us(r.p99) + " | " + fmt_us(r.p999) + " | " + fmt_us(r.max) + " | " + std::to_string(r.lines) +
+              " / " + std::to_string(r.expected) +
+              (r.spawn_failures ? " (" + std::to_string(r.spawn_failures) + " spawn failures)" : "") + " | " +
+              verdict + " |");
+    }
+    if (library_rows) rep.missed = rep.missed || !library_met;
   }
-  if (library_rows) rep.missed = rep.missed || !library_met;
 }
 
 // ---- memory --------------------------------------------------------------------------------------------------------------
@@ -910,6 +1075,13 @@ int main(int argc, char** argv) {
       cfg.scale_plain_rows = value() != "off";
     } else if (a == "--scale-no-mapper-row") {
       cfg.scale_no_mapper_row = value() != "off";
+    } else if (a == "--scale-content") {
+      cfg.scale_content = split_list(value());
+      for (const auto& c : cfg.scale_content)
+        if (c != "synthetic" && c != "pi-delta" && c != "pi-snapshot") {
+          std::fprintf(stderr, "unknown scale content '%s' (synthetic, pi-delta, pi-snapshot)\n", c.c_str());
+          return 2;
+        }
     } else if (a == "--scale-seconds") {
       cfg.scale_seconds = std::max(2.5, std::atof(value().c_str()));
     } else if (a == "--latency-lines") {
@@ -927,6 +1099,7 @@ int main(int argc, char** argv) {
                    "usage: agenthost_bench_e2e [--only throughput,latency,scale,memory] [--quick] [--rounds N] [--mb N]\n"
                    "       [--kinds snapshot,delta,tools] [--agents 1,10,50,100] [--scale-seconds S] [--scale-tick-ms 0,2]\n"
                    "       [--scale-coalesce-ms 2,4,5] [--scale-no-mapper-row on|off] [--scale-plain-rows on|off]\n"
+                   "       [--scale-content synthetic,pi-delta,pi-snapshot]\n"
                    "       [--latency-lines N] [--latency-interval-us U] [--no-node] [--keep-files] [--strict]\n");
       return 2;
     }
@@ -950,7 +1123,7 @@ int main(int argc, char** argv) {
   try {
     if (cfg.wants("throughput")) throughput(cfg, dir, rep);
     if (cfg.wants("latency") && g_interrupted == 0) latency(cfg, rep);
-    if (cfg.wants("scale") && g_interrupted == 0) scale(cfg, rep);
+    if (cfg.wants("scale") && g_interrupted == 0) scale(cfg, dir, rep);
     if (cfg.wants("memory") && g_interrupted == 0) memory(cfg, dir, rep);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "agenthost_bench_e2e: %s\n", e.what());
