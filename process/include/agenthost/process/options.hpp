@@ -76,6 +76,12 @@ struct spawn_options {
   /// Path of the agenthost-reaper helper. Default: empty = $AGENTHOST_REAPER, then the build tree's, then the
   /// installed one (<libexecdir>/agenthost/agenthost-reaper), then next to the running executable.
   std::filesystem::path reaper_path{};
+  /// Reaper containment: start the agent's reaper through this process's spawn server — one long-lived
+  /// `agenthost-reaper --server`, started by the first such spawn (and again if it died), that fork()s a per-agent
+  /// reaper instead of the host exec'ing one (a faster spawn, the same containment: see README "The reaper helper").
+  /// When the server cannot be used (it cannot be started, or one of another reaper_path runs), the reaper is exec'd
+  /// as with false. Default: true.
+  bool reaper_server = true;
   /// How long destroying a still-running `child` may block while it kills the tree. Default: 2 s.
   std::chrono::milliseconds destroy_timeout{2000};
   /// Logging. Default: none.
