@@ -79,9 +79,13 @@ int start(server_state& s, const std::filesystem::path& reaper) {
   unique_fd pidfd{pidfd_open(pid)};
   if (!pidfd) {
     err = errno;
-    ::kill(pid, SIGKILL);  // our unreaped child (or auto-reaped, then ESRCH): its pid cannot name another process
-    int st = 0;
-    ::waitpid(pid, &st, 0);
+    // ESRCH: it already exited and the kernel reaped it (the host ignores SIGCHLD): its pid may name another process
+    // by now. Otherwise it is our unreaped child, whose pid cannot have been recycled.
+    if (err != ESRCH) {
+      ::kill(pid, SIGKILL);
+      int st = 0;
+      ::waitpid(pid, &st, 0);
+    }
     return err;
   }
   s.sock = std::move(ours);
