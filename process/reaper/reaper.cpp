@@ -9,9 +9,10 @@
 //
 // Two ways to run (see src/detail/reaper_protocol.hpp):
 // - per agent: `agenthost-reaper --control-fd 3 -- <executable> <argv0> [args…]`, exec'd by the host for one agent;
-// - spawn server: `agenthost-reaper --server --control-fd 3`, one per host process. It fork()s one per-agent reaper
-//   per request: a fork of this tiny static single-threaded program costs far less than an exec of it, and the
-//   forked reaper then runs exactly the per-agent code below.
+// - spawn server: `agenthost-reaper --server --control-fd 3`, one per host process. It keeps one per-agent reaper
+//   fork()ed and prepared ahead of time, which takes the next request itself: a spawn then costs neither an exec nor
+//   a fork on its path, and the forked reaper runs exactly the per-agent code below. The server itself opens no path
+//   and reads nothing but its "taken" pipe and its signalfd.
 //
 // It refuses to run unless fd 3 is a SOCK_SEQPACKET socket and the command line has the exact expected shape; it
 // opens no path except /proc, /dev/null (per-agent mode only) and the agent executable it is told to run.

@@ -15,13 +15,15 @@
 // Command line: agenthost-reaper --control-fd 3 -- <executable> <argv0> [args…]
 //
 // Spawn server (one per host process, started lazily): agenthost-reaper --server --control-fd 3, fd 3 a
-// SOCK_SEQPACKET socket to the host. For each request it fork()s a per-agent reaper (no exec) that speaks the
-// per-agent protocol above on the control socket passed with the request.
+// SOCK_SEQPACKET socket to the host. It keeps one per-agent reaper fork()ed ahead of time ("idle"); that reaper reads
+// the next request from the server socket itself (a packet goes to exactly one reader), tells the server it was taken
+// (a pipe), spawns the agent and speaks the per-agent protocol above on the control socket passed with the request;
+// the server then forks the next idle reaper.
 //   host -> server   one packet per spawn: the payload (below) + SCM_RIGHTS [control, stdin, stdout, stderr] and, when
 //                    the payload is larger than spawn_payload_inline_max, a fifth descriptor: a memfd holding it (the
 //                    packet then carries only the magic line).
 //   server -> host   nothing on this socket: every answer travels on the request's control socket; a malformed
-//                    request or a failed fork() is answered "spawn-failed <errno>" there by the server itself.
+//                    request is answered "spawn-failed 22" there (when it carries a SOCK_SEQPACKET control socket).
 // EOF on the server's socket means the host is gone: the server exits; each per-agent reaper sees EOF on its own
 // control socket and kills its tree.
 #pragma once

@@ -1,6 +1,6 @@
 // The per-process spawn server (internal; Linux): one long-lived `agenthost-reaper --server` per host process that
-// fork()s a per-agent reaper for each reaper-mode spawn, instead of the host exec'ing one. Protocol:
-// detail/reaper_protocol.hpp.
+// keeps a per-agent reaper fork()ed ahead of time for the next reaper-mode spawn, instead of the host exec'ing one.
+// Protocol: detail/reaper_protocol.hpp.
 //
 // Lifetime: started by the first request, restarted when it died (found by its pidfd or a failed send); its socket
 // and pidfd stay open until the host process exits — the server then reads EOF and exits, and every per-agent reaper
