@@ -781,6 +781,7 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   // Reaper mode, fast path: the spawn server forks the agent's reaper (no exec). The server runs with "/" as its
   // working directory, so it gets an absolute one: the host's current directory when none is given.
   bool via_server = false;
+  bool start_server = false;
   if (mode == containment_kind::reaper && options.reaper_server) {
     std::error_code cwd_ec;
     req.executable = *exe;
@@ -790,7 +791,10 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
     req.fd3 = ctl_child.get();
     const int rc = cwd_ec ? cwd_ec.value() : detail::send_spawn_request(reaper, req);
     via_server = rc == 0;
-    if (!via_server)
+    // No server yet (or it died): this spawn exec's its reaper and starts the server right after, so the server's
+    // start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
+    start_server = rc == ESRCH;
+    if (!via_server && !start_server)
       options.log.log(log_level::info, std::string("agenthost-reaper spawn server not used (") + std::strerror(rc) +
                                            "): exec'ing a reaper for this agent");
   }
@@ -818,6 +822,10 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
                       spawn_errno);
     }
     pid = pid_value;
+    if (start_server) {
+      if (const int e = detail::start_spawn_server(reaper); e != 0)
+        options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
+    }
   }
   // Our copies of the child's ends: closed now, so EOF arrives when the tree is gone (the server got its own copies
   // with the request).

@@ -1,7 +1,9 @@
 // The reaper spawn server (spawn_options::reaper_server, the default): one `agenthost-reaper --server` per host
-// process forks each agent's reaper. These tests pin down what it must keep from the per-agent exec path: the tree
-// stays contained when the server dies (between spawns, or with the host), concurrent first spawns start exactly one
-// server, nothing leaks over many cycles, and whatever the server cannot serve falls back to exec.
+// process forks each agent's reaper. The first reaper-mode spawn (and the first after the server died) exec's its
+// own reaper and starts the server right after; later ones go through the server. These tests pin down what it must
+// keep from the per-agent exec path: the tree stays contained when the server dies (between spawns, or with the
+// host), concurrent first spawns start exactly one server, nothing leaks over many cycles, and whatever the server
+// cannot serve falls back to exec.
 #include "test_util.hpp"
 
 #include <agenthost/process/child.hpp>
@@ -112,6 +114,13 @@ class SpawnServer : public ::testing::Test {
     if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
     return std::move(*c);
   }
+  /// Makes sure the server runs (a spawn that finds none exec's its reaper and starts one).
+  void ensure_server() {
+    auto warm = spawn({"exit", "0"});
+    boost::system::error_code ec;
+    stop(warm, ec);
+    ASSERT_EQ(our_servers().size(), 1u);
+  }
   stop_report stop(child& c, boost::system::error_code& ec) {
     std::optional<stop_report> r;
     c.async_stop(stop_policy::kill_now(), [&](boost::system::error_code e, stop_report rep) {
@@ -126,6 +135,7 @@ class SpawnServer : public ::testing::Test {
 };
 
 TEST_F(SpawnServer, EveryAgentsReaperIsForkedByOneServer) {
+  ensure_server();
   auto a = spawn({"ready", "never-exit"});
   auto b = spawn({"ready", "never-exit"});
   ASSERT_TRUE(read_until_line(io, a, "ready"));
@@ -151,6 +161,7 @@ TEST_F(SpawnServer, ExecPathWhenDisabled) {
 }
 
 TEST_F(SpawnServer, AnotherReaperPathFallsBackToExec) {
+  ensure_server();
   auto first = spawn({"ready", "never-exit"});  // the server runs AGENTHOST_REAPER
   ASSERT_TRUE(read_until_line(io, first, "ready"));
   char tmpl[] = "/tmp/agenthost-reaper-link-XXXXXX";
@@ -172,6 +183,7 @@ TEST_F(SpawnServer, AnotherReaperPathFallsBackToExec) {
 }
 
 TEST_F(SpawnServer, LargeEnvironmentTravelsThroughAMemfd) {
+  ensure_server();
   // 4 × 60 KB of environment: more than one SOCK_SEQPACKET packet may carry inline (one string must stay below the
   // kernel's 128 KiB MAX_ARG_STRLEN).
   const std::string big(60 * 1024, 'v');
@@ -206,9 +218,11 @@ TEST_F(SpawnServer, LargeEnvironmentTravelsThroughAMemfd) {
   EXPECT_TRUE(saw_cwd);
 }
 
-// The server dies by SIGKILL between spawns: the next spawn starts a new one (and reaps the old one: no zombie of
-// ours), and the agent started through the dead server is still contained — its reaper talks to us directly.
+// The server dies by SIGKILL between spawns: the next spawn reaps it (no zombie of ours), exec's its own reaper and
+// starts a new server, which serves the spawn after; the agent started through the dead server is still contained —
+// its reaper talks to us directly.
 TEST_F(SpawnServer, ServerKilledBetweenSpawns) {
+  ensure_server();
   liveness_fifo fifo_a;
   auto a = spawn({"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"}, &fifo_a);
   ASSERT_TRUE(read_until_line(io, a, "ready"));
@@ -218,11 +232,14 @@ TEST_F(SpawnServer, ServerKilledBetweenSpawns) {
 
   auto b = spawn({"ready", "never-exit"});
   ASSERT_TRUE(read_until_line(io, b, "ready"));
-  const int new_server = parent_of(parent_of(b.pid()));
-  EXPECT_TRUE(is_server(new_server));
-  EXPECT_NE(new_server, old_server);
-  EXPECT_EQ(our_servers(), std::vector<int>{new_server});
+  EXPECT_EQ(parent_of(parent_of(b.pid())), ::getpid()) << "found no server: exec'd its reaper";
+  const auto servers = our_servers();
+  ASSERT_EQ(servers.size(), 1u);
+  EXPECT_NE(servers[0], old_server);
   EXPECT_EQ(zombie_children(), 0) << "the dead server was not reaped";
+  auto c = spawn({"ready", "never-exit"});
+  ASSERT_TRUE(read_until_line(io, c, "ready"));
+  EXPECT_EQ(parent_of(parent_of(c.pid())), servers[0]) << "served by the new server";
 
   boost::system::error_code ec;
   const auto r = stop(a, ec);
@@ -231,12 +248,14 @@ TEST_F(SpawnServer, ServerKilledBetweenSpawns) {
   EXPECT_EQ(r.phase, stop_phase::kill);
   EXPECT_TRUE(fifo_a.wait_eof(1s)) << "a process of the orphaned reaper's tree survived";
   EXPECT_TRUE(stop(b, ec).survivors.empty());
+  EXPECT_TRUE(stop(c, ec).survivors.empty());
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
 
 // A server killed while the agent it started keeps running: signals, exit status and the tree-gone report still
 // arrive (they travel on the agent's own control socket).
 TEST_F(SpawnServer, ExitStatusArrivesAfterTheServerDied) {
+  ensure_server();
   auto a = spawn({"ready", "read-stdin", "exit", "7"});
   ASSERT_TRUE(read_until_line(io, a, "ready"));
   ASSERT_TRUE(kill_and_wait(parent_of(parent_of(a.pid()))));
@@ -254,8 +273,7 @@ TEST_F(SpawnServer, ExitStatusArrivesAfterTheServerDied) {
 
 // Three threads spawn at once while no server runs: exactly one server is started, every spawn works.
 TEST_F(SpawnServer, ConcurrentFirstSpawnsStartOneServer) {
-  for (int pid : our_servers()) ASSERT_TRUE(kill_and_wait(pid));
-  auto warm = spawn({"exit", "0"});  // reaps the killed server (no zombie of ours) and starts a new one
+  ensure_server();
   for (int pid : our_servers()) ASSERT_TRUE(kill_and_wait(pid));
   std::atomic<int> ok{0}, failures{0};
   std::atomic<int> waiting{0};
@@ -292,13 +310,12 @@ TEST_F(SpawnServer, ConcurrentFirstSpawnsStartOneServer) {
   EXPECT_EQ(our_servers().size(), 1u);
   EXPECT_EQ(zombie_children(), 0);
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
-  boost::system::error_code ec;
-  stop(warm, ec);
 }
 
 // 200 spawn/stop cycles through one server: no descriptor growth in the host or the server, no zombie anywhere, the
 // same server all along, and the server back to a single (idle) child.
 TEST_F(SpawnServer, TwoHundredCyclesLeakNothing) {
+  ensure_server();
   int fds = 0, server = -1;
   std::vector<std::string> server_fds;
   auto list_fds = [](int pid) {
@@ -335,8 +352,8 @@ TEST_F(SpawnServer, TwoHundredCyclesLeakNothing) {
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
 
-// The host dies by SIGKILL with agents started through the server: every tree is gone within 1 s, and so is the
-// server (it reads EOF on its socket).
+// The host dies by SIGKILL with agents started through the server (and one whose reaper was exec'd): every tree is
+// gone within 1 s, and so is the server (it reads EOF on its socket).
 TEST(SpawnServerHostDeath, SigkilledHostLeavesNoSurvivorAndNoServer) {
   liveness_fifo fifo;
   const std::string token = random_token();
@@ -381,7 +398,8 @@ TEST(SpawnServerHostDeath, SigkilledHostLeavesNoSurvivorAndNoServer) {
   kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
 }
 
-// Runs only inside the re-executed test host above: two trees through the server, then reports the server's pid.
+// Runs only inside the re-executed test host above: three trees (two through the server), then reports the server's
+// pid.
 TEST(SpawnServerHostDeath, DISABLED_ChildHost) {
   const char* fifo = std::getenv("AGENTHOST_HOST_DEATH_FIFO");
   const char* token = std::getenv("AGENTHOST_HOST_DEATH_TOKEN");
@@ -389,7 +407,8 @@ TEST(SpawnServerHostDeath, DISABLED_ChildHost) {
   if (fifo == nullptr || token == nullptr || ready_fd == nullptr) GTEST_SKIP() << "only run by SpawnServerHostDeath";
   asio::io_context io;
   std::vector<child> trees;
-  for (int i = 0; i < 2; ++i) {
+  // The first tree's reaper is exec'd (no server yet; that spawn starts it), the other two are the server's.
+  for (int i = 0; i < 3; ++i) {
     auto c = child::spawn(io.get_executor(),
                           {.executable = AGENTHOST_FAKE_AGENT,
                            .args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
@@ -400,8 +419,9 @@ TEST(SpawnServerHostDeath, DISABLED_ChildHost) {
     ASSERT_TRUE(read_until_line(io, *c, "ready"));
     trees.push_back(std::move(*c));
   }
-  const int server = parent_of(parent_of(trees[0].pid()));
+  const int server = parent_of(parent_of(trees[1].pid()));
   ASSERT_TRUE(is_server(server));
+  ASSERT_EQ(parent_of(parent_of(trees[2].pid())), server);
   const std::string msg = std::to_string(server);
   const int fd = std::atoi(ready_fd);
   ASSERT_EQ(::write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));

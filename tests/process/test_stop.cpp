@@ -42,6 +42,18 @@ class StopTest : public ::testing::TestWithParam<std::tuple<hostile_case, varian
   void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
 
   child spawn_ready(std::vector<std::string> modes) {
+    if (std::get<1>(GetParam()) == variant::reaper_server) {
+      // The first reaper-mode spawn of a process exec's its reaper (and starts the spawn server): make sure the
+      // server runs, so that the tree under test is the server's.
+      auto warm = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                                   .args = {"exit", "0"},
+                                                   .containment = containment_kind::reaper,
+                                                   .reaper_path = AGENTHOST_REAPER});
+      if (!warm) throw std::runtime_error("spawn failed: " + warm.error().message);
+      bool stopped = false;
+      warm->async_stop({}, [&](boost::system::error_code, stop_report) { stopped = true; });
+      EXPECT_TRUE(run_until(io, [&] { return stopped; }));
+    }
     modes.push_back("ready");
     modes.push_back("never-exit");
     auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,

@@ -134,27 +134,30 @@ int send_request(int sock, const std::string& payload, const spawn_request& r) {
 }  // namespace
 
 int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request) {
-  std::string cwd = request.working_directory.string();
-  const std::string payload = encode_spawn_payload(request.executable.string(), cwd, request.argv, request.envp);
+  const std::string payload = encode_spawn_payload(request.executable.string(), request.working_directory.string(),
+                                                   request.argv, request.envp);
   auto& s = state();
   std::lock_guard lock(s.m);
   if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
   if (s.sock && s.reaper != reaper) return ENOTSUP;
   if (s.sock && exited(s.pidfd.get())) reset(s, true);
-  int err = 0;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!s.sock) {
-      if ((err = start(s, reaper)) != 0) return err;
-    }
-    if ((err = send_request(s.sock.get(), payload, request)) == 0) return 0;
-    // EPIPE/ECONNRESET: the server died since the check above (its socket closes before its pidfd turns readable,
-    // so this is the race, not a stale state): restart once. Anything else (EAGAIN after the send timeout,
-    // ENOBUFS, …): the server is unusable — replace it for the next spawn, fall back for this one.
-    const bool died = err == EPIPE || err == ECONNRESET || err == ECONNREFUSED;
-    reset(s, true);
-    if (!died) return err;
-  }
-  return err;
+  if (!s.sock) return ESRCH;
+  const int err = send_request(s.sock.get(), payload, request);
+  if (err == 0) return 0;
+  // EPIPE/ECONNRESET: the server died since the check above (its socket closes before its pidfd turns readable).
+  // Anything else (EAGAIN after the send timeout, ENOBUFS, …): it is unusable. Either way replace it; this spawn
+  // falls back to exec.
+  reset(s, true);
+  return err == EPIPE || err == ECONNRESET || err == ECONNREFUSED ? ESRCH : err;
+}
+
+int start_spawn_server(const std::filesystem::path& reaper) {
+  auto& s = state();
+  std::lock_guard lock(s.m);
+  if (s.sock && s.owner != ::getpid()) reset(s, false);
+  if (s.sock && exited(s.pidfd.get())) reset(s, true);
+  if (s.sock) return s.reaper == reaper ? 0 : ENOTSUP;
+  return start(s, reaper);
 }
 
 }  // namespace agenthost::process::detail
