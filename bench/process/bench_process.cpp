@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <random>
@@ -559,14 +561,63 @@ struct line_state {
   clk::time_point when{};
 };
 
+/// The library's reaper spawn server of this process (our child running `agenthost-reaper --server`), or -1.
+int find_spawn_server() {
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return -1;
+  int found = -1;
+  while (const dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != ::getpid() || state == 'Z') continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (all.find(std::string("--server\0", 9)) != std::string::npos) found = static_cast<int>(pid);
+  }
+  ::closedir(d);
+  return found;
+}
+
+/// SIGKILLs the spawn server and waits (≤ 5 s) until it is dead, so that the next spawn starts a new one.
+void kill_spawn_server() {
+  const int pid = find_spawn_server();
+  if (pid <= 0) return;
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return;
+  ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+  pollfd p{fd, POLLIN, 0};
+  ::poll(&p, 1, 5000);
+  ::close(fd);
+}
+
+/// How a first-line row spawns.
+struct first_line_variant {
+  const char* label;
+  ap::containment_kind mode;
+  bool reaper_server = true;
+  bool fresh_server = false;  // kill the spawn server before the run: the timed spawn starts a new one
+};
+
 /// Library: child::spawn → the async_read_lines handler with the first line. Returns ms or nullopt (recorded).
-std::optional<double> lib_first_line(bench_env& env, ap::containment_kind mode, samples& s) {
+std::optional<double> lib_first_line(bench_env& env, const first_line_variant& v, samples& s) {
+  if (v.fresh_server) kill_spawn_server();  // untimed
   const auto t0 = clk::now();
   auto c = ap::child::spawn(env.io.get_executor(), {.executable = kFakeAgent,
                                                     .args = {"stdout", "x"},
                                                     .env = {.set = {{kTokenName, env.token}}},
-                                                    .containment = mode,
-                                                    .reaper_path = kReaper});
+                                                    .containment = v.mode,
+                                                    .reaper_path = kReaper,
+                                                    .reaper_server = v.reaper_server});
   if (!c) {
     s.fail("spawn failed: " + c.error().message);
     return std::nullopt;
@@ -610,22 +661,32 @@ std::optional<double> lib_first_line(bench_env& env, ap::containment_kind mode, 
 }
 
 void first_line_scenario(const config& cfg, bench_env& env, std::vector<row>& table) {
+  std::vector<first_line_variant> variants;
+  for (auto mode : cfg.modes) {
+    if (mode == ap::containment_kind::reaper) {
+      variants.push_back({"reaper, exec per agent", mode, false, false});
+      variants.push_back({"reaper, server (steady)", mode, true, false});
+      variants.push_back({"reaper, server (first spawn)", mode, true, true});
+    } else {
+      variants.push_back({mode_name(mode), mode});
+    }
+  }
   samples bare;
-  std::vector<samples> lib(cfg.modes.size());
+  std::vector<samples> lib(variants.size());
   for (int i = 0; i < cfg.warmup + cfg.runs && g_abort == 0; ++i) {
     const bool measured = i >= cfg.warmup;
     samples scratch;
     if (auto t = bare_first_line(env, measured ? bare : scratch); t && measured) bare.ms.push_back(*t);
-    for (std::size_t m = 0; m < cfg.modes.size() && g_abort == 0; ++m) {
+    for (std::size_t m = 0; m < variants.size() && g_abort == 0; ++m) {
       samples scratch2;
-      if (auto t = lib_first_line(env, cfg.modes[m], measured ? lib[m] : scratch2); t && measured)
+      if (auto t = lib_first_line(env, variants[m], measured ? lib[m] : scratch2); t && measured)
         lib[m].ms.push_back(*t);
     }
   }
   table.push_back(row{"first line: bare posix_spawn + read()", "–", bare, std::nullopt, false, "(baseline)", {}});
   const double b50 = percentile(bare.ms, 50), b95 = percentile(bare.ms, 95);
-  for (std::size_t m = 0; m < cfg.modes.size(); ++m) {
-    row r{"first line: child::spawn → async_read_lines", mode_name(cfg.modes[m]), lib[m], std::nullopt, false,
+  for (std::size_t m = 0; m < variants.size(); ++m) {
+    row r{"first line: child::spawn → async_read_lines", variants[m].label, lib[m], std::nullopt, false,
           "(info)", {}};
     char buf[96];
     std::snprintf(buf, sizeof buf, "ratio to bare: ×%.2f p50, ×%.2f p95", percentile(lib[m].ms, 50) / b50,

@@ -6,6 +6,7 @@
 #include "detail/unique_fd.hpp"
 #include "linux/pipe_size.hpp"
 #include "linux/proc_tree.hpp"
+#include "linux/reaper_server.hpp"
 #include "posix/read_poller.hpp"
 #include "posix/spawn.hpp"
 
@@ -127,6 +128,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   int agent_pid = -1;
   int direct_pid = -1;       // the reaper, or the agent in session mode
   unique_fd direct_pidfd;    // pins direct_pid: no PID-reuse race for signals and waits
+  bool direct_is_child = true;  // false: a reaper forked by the spawn server (the server reaps it, not us)
   asio::posix::stream_descriptor pidfd_watch;  // a dup of direct_pidfd, for readiness
   asio::posix::stream_descriptor out;
   asio::posix::stream_descriptor err;
@@ -224,9 +226,17 @@ struct child::impl : std::enable_shared_from_this<impl> {
     });
   }
 
+  // The direct child's status once it exited. A reaper forked by the spawn server is not our child: waitid() would
+  // report ECHILD at once, so its pidfd's readability says whether it exited (status unknown_status; its "exit" and
+  // "empty" messages carry what matters).
+  std::optional<exit_status> reap_direct() {
+    if (!direct_is_child && !poll_readable(direct_pidfd.get(), std::chrono::milliseconds{0})) return std::nullopt;
+    return try_reap(direct_pidfd.get());
+  }
+
   void on_direct_child_exit() {
     if (direct_reaped || shut_down) return;
-    auto status = try_reap(direct_pidfd.get());
+    auto status = reap_direct();
     if (!status) {  // spurious wakeup
       watch_direct_child();
       return;
@@ -696,7 +706,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
             detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
             poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500});
           }
-          if (try_reap(direct_pidfd.get())) direct_reaped = true;
+          if (reap_direct()) direct_reaped = true;
         }
       } else if (!tree_gone) {
         while (!session_kill_sweep() && left().count() > 0) {
@@ -741,18 +751,44 @@ spawn_error os_error(const std::string& what, int err) {
   return {make_error_code(errc::spawn_failed), what + ": " + std::strerror(err)};
 }
 
-// Reads the reaper's first message: "started <pid>" or "spawn-failed <errno>".
-boost::system::result<int, spawn_error> await_reaper_start(int control_fd, const std::filesystem::path& exe) {
+struct reaper_started {
+  int agent_pid = -1;
+  int reaper_pid = -1;  // only from a reaper forked by the spawn server
+  unique_fd reaper_pidfd;
+};
+
+// Reads the reaper's first message: "started <pid>" ("started <pid> <reaper>" + a pidfd of the reaper, from the
+// spawn server's reapers) or "spawn-failed <errno>".
+boost::system::result<reaper_started, spawn_error> await_reaper_start(int control_fd, const std::filesystem::path& exe) {
   if (!poll_readable(control_fd, std::chrono::milliseconds{10000}))
     return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper did not report within 10 s"};
   char buf[128];
+  alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int))];
+  iovec iov{buf, sizeof buf - 1};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = space;
+  mh.msg_controllen = sizeof space;
   ssize_t n;
-  do n = ::recv(control_fd, buf, sizeof buf - 1, 0);
+  do n = ::recvmsg(control_fd, &mh, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
+  reaper_started r;
+  for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&mh) : nullptr; c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      r.reaper_pidfd.reset(fd);
+    }
+  }
   if (n <= 0) return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper exited before the agent started"};
   buf[n] = '\0';
   const auto m = detail::parse_reaper_message(std::string_view(buf, static_cast<std::size_t>(n)));
-  if (m.kind == detail::reaper_message_kind::started) return m.value;
+  if (m.kind == detail::reaper_message_kind::started) {
+    r.agent_pid = m.value;
+    if (m.reaper != 0) r.reaper_pid = m.reaper;
+    return r;
+  }
   if (m.kind == detail::reaper_message_kind::spawn_failed)
     return os_error("spawning '" + exe.string() + "' failed", m.value);
   return spawn_error{make_error_code(errc::reaper_failed), std::string("unexpected reaper message: ") + buf};
@@ -829,14 +865,7 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
 
   detail::spawn_request req;
   const std::string argv0 = options.argv0.value_or(options.executable.string());
-  if (mode == containment_kind::reaper) {
-    req.executable = reaper;
-    req.argv = {detail::reaper_program_name, "--control-fd", "3", "--", exe->string(), argv0};
-    req.fd3 = ctl_child.get();
-  } else {
-    req.executable = *exe;
-    req.argv = {argv0};
-  }
+  req.argv = {argv0};
   req.argv.insert(req.argv.end(), options.args.begin(), options.args.end());
   req.envp = detail::build_environment(options.env);
   std::string tree_token;
@@ -849,52 +878,107 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
     tree_token = std::string("AGENTHOST_TREE_TOKEN=") + hex;
     req.envp.push_back(tree_token);
   }
-  req.working_directory = options.working_directory;
   req.stdin_fd = in_child.get();
   req.stdout_fd = out_w.get();
   req.stderr_fd = err_w.get();
 
-  int spawn_errno = 0;
-  const int pid_value = detail::spawn_process(req, spawn_errno);
-  const std::optional<int> pid = pid_value > 0 ? std::optional<int>(pid_value) : std::nullopt;
+  // Reaper mode, fast path: the spawn server forks the agent's reaper (no exec). The server runs with "/" as its
+  // working directory, so it gets an absolute one: the host's current directory when none is given.
+  bool via_server = false;
+  bool start_server = false;
+  if (mode == containment_kind::reaper && options.reaper_server) {
+    std::error_code cwd_ec;
+    req.executable = *exe;
+    req.working_directory = options.working_directory.empty() ? std::filesystem::current_path(cwd_ec)
+                                                              : std::filesystem::absolute(options.working_directory,
+                                                                                          cwd_ec);
+    req.fd3 = ctl_child.get();
+    const int rc = cwd_ec ? cwd_ec.value() : detail::send_spawn_request(reaper, req);
+    via_server = rc == 0;
+    // No server yet (or it died): this spawn exec's its reaper and starts the server right after, so the server's
+    // start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
+    start_server = rc == ESRCH;
+    if (!via_server && !start_server)
+      options.log.log(log_level::info, std::string("agenthost-reaper spawn server not used (") + std::strerror(rc) +
+                                           "): exec'ing a reaper for this agent");
+  }
+
+  std::optional<int> pid;
+  if (!via_server) {
+    if (mode == containment_kind::reaper) {
+      req.executable = reaper;
+      std::vector<std::string> agent_argv = std::move(req.argv);
+      req.argv = {detail::reaper_program_name, "--control-fd", "3", "--", exe->string()};
+      req.argv.insert(req.argv.end(), agent_argv.begin(), agent_argv.end());
+      req.fd3 = ctl_child.get();
+    } else {
+      req.executable = *exe;
+    }
+    req.working_directory = options.working_directory;
+    int spawn_errno = 0;
+    const int pid_value = detail::spawn_process(req, spawn_errno);
+    if (pid_value <= 0) {
+      const std::string what = mode == containment_kind::reaper ? "spawning agenthost-reaper '" + reaper.string() + "'"
+                                                                : "spawning '" + exe->string() + "'";
+      return os_error(what + (options.working_directory.empty()
+                                  ? std::string{}
+                                  : " in '" + options.working_directory.string() + "'"),
+                      spawn_errno);
+    }
+    pid = pid_value;
+    if (start_server) {
+      if (const int e = detail::start_spawn_server(reaper); e != 0)
+        options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
+    }
+  }
+  // Our copies of the child's ends: closed now, so EOF arrives when the tree is gone (the server got its own copies
+  // with the request).
   out_w.reset();
   err_w.reset();
   in_child.reset();
   ctl_child.reset();
-  if (!pid) {
-    const std::string what = mode == containment_kind::reaper ? "spawning agenthost-reaper '" + reaper.string() + "'"
-                                                              : "spawning '" + exe->string() + "'";
-    return os_error(what + (options.working_directory.empty()
-                                ? std::string{}
-                                : " in '" + options.working_directory.string() + "'"),
-                    spawn_errno);
-  }
-  unique_fd pidfd{detail::pidfd_open(*pid)};
-  // ESRCH: the child already exited and was reaped by the kernel — the host ignores SIGCHLD (or has SA_NOCLDWAIT).
-  // That is a run that ended, with its status lost, not a spawn failure.
-  const bool auto_reaped = !pidfd && errno == ESRCH;
-  if (!pidfd && !auto_reaped) {
-    // Without a pidfd we cannot signal or wait without PID-reuse races; refuse rather than run unsafely.
-    const int e = errno;
-    ::kill(*pid, SIGKILL);
-    int st = 0;
-    ::waitpid(*pid, &st, 0);
-    return os_error("pidfd_open (Linux >= 5.3 required)", e);
-  }
-  int agent_pid = *pid;
-  if (mode == containment_kind::reaper) {
+
+  unique_fd pidfd;
+  bool auto_reaped = false;
+  int agent_pid = -1;
+  if (via_server) {
     auto started = await_reaper_start(ctl_parent.get(), *exe);
-    if (!started) {
-      ctl_parent.reset();  // EOF makes the reaper kill whatever it started and exit
-      if (pidfd) poll_readable(pidfd.get(), std::chrono::milliseconds{2000});
-      if (pidfd && !try_reap(pidfd.get())) {
-        detail::pidfd_send_signal(pidfd.get(), SIGKILL);
-        siginfo_t info{};
-        ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd.get()), &info, WEXITED);
-      }
-      return started.error();
+    // On failure, closing the control socket (EOF) makes a reaper that is still there kill whatever it started and
+    // exit; the server reaps it.
+    if (!started) return started.error();
+    if (started->reaper_pid <= 0 || !started->reaper_pidfd)
+      return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper spawn server: no reaper pidfd"};
+    agent_pid = started->agent_pid;
+    pid = started->reaper_pid;
+    pidfd = std::move(started->reaper_pidfd);
+  } else {
+    pidfd.reset(detail::pidfd_open(*pid));
+    // ESRCH: the child already exited and was reaped by the kernel — the host ignores SIGCHLD (or has SA_NOCLDWAIT).
+    // That is a run that ended, with its status lost, not a spawn failure.
+    auto_reaped = !pidfd && errno == ESRCH;
+    if (!pidfd && !auto_reaped) {
+      // Without a pidfd we cannot signal or wait without PID-reuse races; refuse rather than run unsafely.
+      const int e = errno;
+      ::kill(*pid, SIGKILL);
+      int st = 0;
+      ::waitpid(*pid, &st, 0);
+      return os_error("pidfd_open (Linux >= 5.3 required)", e);
     }
-    agent_pid = *started;
+    agent_pid = *pid;
+    if (mode == containment_kind::reaper) {
+      auto started = await_reaper_start(ctl_parent.get(), *exe);
+      if (!started) {
+        ctl_parent.reset();  // EOF makes the reaper kill whatever it started and exit
+        if (pidfd) poll_readable(pidfd.get(), std::chrono::milliseconds{2000});
+        if (pidfd && !try_reap(pidfd.get())) {
+          detail::pidfd_send_signal(pidfd.get(), SIGKILL);
+          siginfo_t info{};
+          ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd.get()), &info, WEXITED);
+        }
+        return started.error();
+      }
+      agent_pid = started->agent_pid;
+    }
   }
 
   auto im = std::make_shared<impl>(std::move(executor), std::move(options));
@@ -902,6 +986,7 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   im->agent_pid = agent_pid;
   im->tree_token = std::move(tree_token);
   im->direct_pid = *pid;
+  im->direct_is_child = !via_server;
   error_code ec;
   if (pidfd) im->pidfd_watch.assign(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 0), ec);
   im->direct_pidfd = std::move(pidfd);
@@ -915,7 +1000,9 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   if (ctl_parent) im->control.assign(ctl_parent.release(), ec);
   im->err.non_blocking(true, ec);
   im->log(log_level::debug, "spawned " + im->opts.executable.string() + " as pid " + std::to_string(agent_pid) +
-                                (mode == containment_kind::reaper ? " under agenthost-reaper" : " (session mode)"));
+                                (mode == containment_kind::reaper
+                                     ? (via_server ? " under agenthost-reaper (spawn server)" : " under agenthost-reaper")
+                                     : " (session mode)"));
   // Internal operations start on the child's executor: spawn() may run on any thread (e.g. outside the strand that
   // serializes the child), and nothing of the child may then run concurrently with the caller.
   asio::post(im->ex, [im, auto_reaped] {

@@ -1,5 +1,5 @@
 // Fuzz target: the reaper helper's control protocol (process/src/detail/reaper_protocol.hpp) — the host's parser of
-// the helper's packets (`started <pid>`, `spawn-failed <errno>`, `exit <wait-status>`, `empty`) and the helper's
+// the helper's packets (`started <pid>`, `started <pid> <reaper>`, `spawn-failed <errno>`, `exit <wait-status>`, `empty`) and the helper's
 // parser of the host's commands (`signal leader|group|tree <sig>`, `kill`).
 //
 // Input: byte 0 selects what the rest is: even = one packet, both parsers run on it; odd = (kind, 4-byte value)
@@ -37,7 +37,17 @@ std::optional<long long> ref_number(std::string_view p, std::string_view prefix)
 
 reaper_message ref_message(std::string_view p) {
   using k = reaper_message_kind;
-  if (auto v = ref_number(p, "started "); v && *v >= 1 && *v <= 0x7fffffff) return {k::started, static_cast<int>(*v)};
+  if (auto v = ref_number(p, "started "); v && *v >= 1 && *v <= 0x7fffffff) return {k::started, static_cast<int>(*v), 0};
+  if (p.starts_with("started ")) {  // "started <pid> <reaper>" (a reaper forked by the spawn server)
+    const std::string_view rest = p.substr(8);
+    const auto space = rest.find(' ');
+    if (space != std::string_view::npos) {
+      auto a = ref_number(std::string("x") + std::string(rest.substr(0, space)), "x");
+      auto b = ref_number(std::string("x") + std::string(rest.substr(space + 1)), "x");
+      if (a && b && *a >= 1 && *a <= 0x7fffffff && *b >= 1 && *b <= 0x7fffffff)
+        return {k::started, static_cast<int>(*a), static_cast<int>(*b)};
+    }
+  }
   if (auto v = ref_number(p, "spawn-failed "); v && *v >= 1 && *v <= 0x7fffffff)
     return {k::spawn_failed, static_cast<int>(*v)};
   if (auto v = ref_number(p, "exit "); v && *v >= 0 && *v <= 0xffff) return {k::exit, static_cast<int>(*v)};
@@ -66,14 +76,15 @@ void check_packet(std::string_view p) {
     AGENTHOST_FUZZ_CHECK(format_reaper_message(m) == p, "accepted a non-canonical message: " + describe(p));
     AGENTHOST_FUZZ_CHECK(p.size() <= 127, "accepted a packet the 128-byte buffer would cut: " + describe(p));
     switch (m.kind) {
-      case reaper_message_kind::started: AGENTHOST_FUZZ_CHECK(m.value > 0, describe(p)); break;
+      case reaper_message_kind::started: AGENTHOST_FUZZ_CHECK(m.value > 0 && m.reaper >= 0, describe(p)); break;
       case reaper_message_kind::spawn_failed: AGENTHOST_FUZZ_CHECK(m.value > 0, describe(p)); break;
       case reaper_message_kind::exit: AGENTHOST_FUZZ_CHECK(m.value >= 0 && m.value <= 0xffff, describe(p)); break;
       default: AGENTHOST_FUZZ_CHECK(m.value == 0, describe(p)); break;
     }
   } else {
-    AGENTHOST_FUZZ_CHECK(m.value == 0, "unknown message with a value: " + describe(p));
+    AGENTHOST_FUZZ_CHECK(m.value == 0 && m.reaper == 0, "unknown message with a value: " + describe(p));
   }
+  if (m.kind != reaper_message_kind::started) AGENTHOST_FUZZ_CHECK(m.reaper == 0, "a reaper pid outside started");
   if (c.kind != reaper_command_kind::unknown) {
     AGENTHOST_FUZZ_CHECK(format_reaper_command(c) == p, "accepted a non-canonical command: " + describe(p));
     AGENTHOST_FUZZ_CHECK(c.signal >= 0 && c.signal <= 64, "signal out of range: " + describe(p));
@@ -93,7 +104,9 @@ void check_round_trips(agenthost::fuzz::byte_reader& in) {
     const int value = static_cast<int>(raw);
     if ((kind & 1) == 0) {
       const auto k = static_cast<reaper_message_kind>((kind >> 1) % 5);
-      const reaper_message m{k, value};
+      // Bit 4 of the kind byte: a started message from a server-forked reaper (the value doubles as its pid).
+      const int reaper = k == reaper_message_kind::started && (kind & 0x10) != 0 ? value : 0;
+      const reaper_message m{k, value, reaper};
       const std::string text = format_reaper_message(m);
       const auto back = parse_reaper_message(text);
       bool in_range = false;
@@ -105,7 +118,7 @@ void check_round_trips(agenthost::fuzz::byte_reader& in) {
         case reaper_message_kind::unknown: in_range = false; break;
       }
       if (k == reaper_message_kind::empty) {
-        AGENTHOST_FUZZ_CHECK(back == (reaper_message{k, 0}), "\"empty\" does not round-trip");
+        AGENTHOST_FUZZ_CHECK(back == (reaper_message{k, 0, 0}), "\"empty\" does not round-trip");
       } else if (in_range) {
         AGENTHOST_FUZZ_CHECK(back == m, "message does not round-trip: " + describe(text));
       } else {

@@ -1,10 +1,18 @@
-// The agenthost-reaper helper refuses every command line but the one the library builds
+// The agenthost-reaper helper refuses every command line but the two the library builds
 //   agenthost-reaper --control-fd 3 -- /absolute/executable argv0 [args…]      with fd 3 a SOCK_SEQPACKET socket
+//   agenthost-reaper --server --control-fd 3                                    (the spawn server), the same fd 3
 // and then runs nothing (a marker executable would leave a file). It never resolves a bare or relative name, and a
-// correct run opens no path besides /dev/null (checked through /proc/<reaper>/fd).
+// correct run opens no path besides /dev/null (checked through /proc/<reaper>/fd). The spawn server refuses every
+// malformed request (answering "spawn-failed 22" when the request carries a usable control socket) and holds only
+// its own few descriptors.
 #include "hardening_util.hpp"
 
+#include "../../process/src/detail/reaper_protocol.hpp"
+
+#include <sys/syscall.h>
+
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -130,6 +138,137 @@ TEST_F(ReaperArguments, RefusesWrongShapes) {
   expect_refused({"--", "--control-fd", "3", marker, "marker"}, fd3::seqpacket, "-- first");
 }
 
+TEST_F(ReaperArguments, ServerRefusesWrongShapes) {
+  expect_refused({"--server"}, fd3::seqpacket, "--server alone");
+  expect_refused({"--server", "--control-fd"}, fd3::seqpacket, "--server --control-fd");
+  expect_refused({"--server", "--control-fd", "4"}, fd3::seqpacket_as_fd4, "server, control fd 4");
+  expect_refused({"--server", "--control-fd", "03"}, fd3::seqpacket, "server, fd spelled 03");
+  expect_refused({"--server", "--control-fd", "3", "--"}, fd3::seqpacket, "server with --");
+  expect_refused({"--server", "--control-fd", "3", "--", marker, "marker"}, fd3::seqpacket, "server with a command");
+  expect_refused({"--control-fd", "3", "--server"}, fd3::seqpacket, "--server last");
+  expect_refused({"--control-fd", "3", "--", "--server", "--control-fd", "3"}, fd3::seqpacket, "--server as command");
+  const std::vector<std::string> ok{"--server", "--control-fd", "3"};
+  expect_refused(ok, fd3::none, "server, no fd 3");
+  expect_refused(ok, fd3::pipe, "server, fd 3 a pipe");
+  expect_refused(ok, fd3::stream_socket, "server, fd 3 a SOCK_STREAM socket");
+  expect_refused(ok, fd3::dgram_socket, "server, fd 3 a SOCK_DGRAM socket");
+  expect_refused(ok, fd3::dev_null, "server, fd 3 /dev/null");
+}
+
+// A request as the library sends it: one packet, SCM_RIGHTS [control, stdin, stdout, stderr (, more)].
+bool send_request(int sock, std::string_view payload, const std::vector<int>& fds) {
+  iovec iov{const_cast<char*>(payload.data()), payload.size()};
+  std::vector<char> space(CMSG_SPACE(sizeof(int) * std::max<std::size_t>(fds.size(), 1)));
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  if (!fds.empty()) {
+    mh.msg_control = space.data();
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  return ::sendmsg(sock, &mh, MSG_NOSIGNAL) >= 0;
+}
+
+// The first answer on a control socket, "" at EOF (≤ 10 s).
+std::string answer(int ctl) {
+  pollfd p{ctl, POLLIN, 0};
+  if (::poll(&p, 1, 10000) != 1) return "(no answer within 10 s)";
+  char buf[128];
+  const ssize_t n = ::recv(ctl, buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+TEST_F(ReaperArguments, ServerRefusesMalformedRequestsAndHoldsOnlyItsOwnDescriptors) {
+  int sock[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sock), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  for (int fd = 0; fd <= 2; ++fd) posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&fa, sock[1], 3);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+  std::vector<std::string> all{"agenthost-reaper", "--server", "--control-fd", "3"};
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t server = -1;
+  ASSERT_EQ(::posix_spawn(&server, AGENTHOST_REAPER, &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(sock[1]);
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  auto request = [&](std::string_view payload, int extra_fds, bool seqpacket_ctl = true) {
+    int ctl[2];
+    if (seqpacket_ctl) {
+      EXPECT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl), 0);
+    } else {
+      EXPECT_EQ(::pipe2(ctl, O_CLOEXEC), 0);
+    }
+    std::vector<int> fds{ctl[1]};
+    for (int i = 0; i < extra_fds; ++i) fds.push_back(null_fd);
+    EXPECT_TRUE(send_request(sock[0], payload, fds));
+    ::close(ctl[1]);
+    std::string a = seqpacket_ctl ? answer(ctl[0]) : std::string();
+    ::close(ctl[0]);
+    return a;
+  };
+  auto payload = [&](const std::string& exe, const std::string& cwd) {
+    return process::detail::encode_spawn_payload(exe, cwd, {"marker"}, {"PATH=/usr/bin:/bin"});
+  };
+  const std::string refused = "spawn-failed " + std::to_string(EINVAL);
+  EXPECT_EQ(request(payload("marker", dir), 3), refused) << "bare executable";
+  EXPECT_EQ(request(payload("./marker", dir), 3), refused) << "relative executable";
+  EXPECT_EQ(request(payload(marker, "relative/dir"), 3), refused) << "relative working directory";
+  EXPECT_EQ(request("garbage", 3), refused) << "no payload";
+  EXPECT_EQ(request(payload(marker, dir) + "x", 3), refused) << "trailing bytes";
+  EXPECT_EQ(request(payload(marker, dir), 2), refused) << "three descriptors";
+  EXPECT_EQ(request(payload(marker, dir), 6), refused) << "seven descriptors";
+  EXPECT_EQ(request(process::detail::spawn_payload_magic, 4), refused) << "a fifth descriptor that is no memfd";
+  request(payload(marker, dir), 3, false);  // a control "socket" that is a pipe: dropped without an answer
+  ASSERT_TRUE(send_request(sock[0], payload(marker, dir), {})) << "no descriptors at all";
+  EXPECT_FALSE(marker_ran());
+
+  // The server's own descriptors: 0-2 (/dev/null), its socket, its signalfd, its "taken" pipe — whatever it served.
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(server) + "/fd")) {
+    const std::string t = std::filesystem::read_symlink(e.path()).string();
+    const bool allowed = t == "/dev/null" || t.rfind("socket:", 0) == 0 || t == "anon_inode:[signalfd]" ||
+                         t.rfind("pipe:", 0) == 0;
+    EXPECT_TRUE(allowed) << "the server holds " << t;
+  }
+
+  // The control: the exact request runs the marker (so the refusals above are refusals, not a broken setup).
+  int ctl[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl), 0);
+  ASSERT_TRUE(send_request(sock[0], payload(marker, dir), {ctl[1], null_fd, null_fd, null_fd}));
+  ::close(ctl[1]);
+  std::string said;
+  for (std::string a; (a = answer(ctl[0])).size() > 0 && a.rfind("(no answer", 0) != 0;) said += a + "\n";
+  ::close(ctl[0]);
+  EXPECT_EQ(said.rfind("started ", 0), 0u) << said;
+  EXPECT_NE(said.find("exit 0\nempty\n"), std::string::npos) << said;
+  EXPECT_TRUE(marker_ran());
+
+  // EOF on its socket (the host is gone): the server exits 0.
+  const int server_fd = static_cast<int>(::syscall(SYS_pidfd_open, server, 0));
+  ::close(sock[0]);
+  ::close(null_fd);
+  pollfd p{server_fd, POLLIN, 0};
+  const bool exited = ::poll(&p, 1, 10000) == 1;
+  ::close(server_fd);
+  int status = -1;
+  if (exited) {
+    ::waitpid(server, &status, 0);
+  } else {
+    ::kill(server, SIGKILL);
+    ::waitpid(server, &status, 0);
+  }
+  EXPECT_TRUE(exited) << "the server did not exit after EOF";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 TEST_F(ReaperArguments, RefusesAControlFdThatIsNotASeqpacketSocket) {
   const std::vector<std::string> ok{"--control-fd", "3", "--", marker, "marker"};
   expect_refused(ok, fd3::none, "no fd 3");
@@ -180,7 +319,10 @@ TEST_F(ReaperArguments, OpensNoPathButDevNull) {
   for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(reaper) + "/fd")) {
     const std::string t = std::filesystem::read_symlink(e.path()).string();
     targets.push_back(e.path().filename().string() + " -> " + t);
-    const bool allowed = t == "/dev/null" || t.rfind("socket:", 0) == 0 || t == "anon_inode:[signalfd]";
+    // A reaper forked by the spawn server also holds a pidfd of itself for the instant between sending it to the host
+    // and closing it.
+    const bool allowed = t == "/dev/null" || t.rfind("socket:", 0) == 0 || t == "anon_inode:[signalfd]" ||
+                         t == "anon_inode:[pidfd]";
     EXPECT_TRUE(allowed) << "the reaper holds " << t;
   }
   std::string all;

@@ -155,6 +155,19 @@ class Soak : public ::testing::Test {
     if (const char* n = std::getenv("AGENTHOST_SOAK_CYCLES"); n != nullptr && *n != '\0') cycles = std::stoul(n);
     unsigned seed = std::random_device{}();
     if (const char* s = std::getenv("AGENTHOST_SOAK_SEED"); s != nullptr && *s != '\0') seed = static_cast<unsigned>(std::stoul(s));
+    {
+      // The first reaper-mode spawn starts the process's spawn server, whose socket and pidfd stay open for the
+      // process's lifetime: start it before the baseline.
+      asio::io_context io;
+      auto warm = process::child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                                            .args = {"exit", "0"},
+                                                            .containment = process::containment_kind::reaper,
+                                                            .reaper_path = AGENTHOST_REAPER});
+      ASSERT_TRUE(warm);
+      bool stopped = false;
+      warm->async_stop({}, [&](boost::system::error_code, process::stop_report) { stopped = true; });
+      ASSERT_TRUE(run_until(io, [&] { return stopped; }));
+    }
     const int fds_initial = open_fd_count();
     auto f = soak(cycles, 8, seed);  // its io_context and threads are gone when it returns
     ::malloc_trim(0);

@@ -34,19 +34,37 @@ struct hostile_case {
   stop_phase expected_phase;
 };
 
-class StopTest : public ::testing::TestWithParam<std::tuple<hostile_case, containment_kind>> {
+// Reaper containment through the spawn server (the default) and through a reaper exec'd per agent (the fallback).
+enum class variant { reaper_server, reaper_exec, session };
+
+class StopTest : public ::testing::TestWithParam<std::tuple<hostile_case, variant>> {
  protected:
   void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
 
   child spawn_ready(std::vector<std::string> modes) {
+    if (std::get<1>(GetParam()) == variant::reaper_server) {
+      // The first reaper-mode spawn of a process exec's its reaper (and starts the spawn server): make sure the
+      // server runs, so that the tree under test is the server's.
+      auto warm = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                                   .args = {"exit", "0"},
+                                                   .containment = containment_kind::reaper,
+                                                   .reaper_path = AGENTHOST_REAPER});
+      if (!warm) throw std::runtime_error("spawn failed: " + warm.error().message);
+      bool stopped = false;
+      warm->async_stop({}, [&](boost::system::error_code, stop_report) { stopped = true; });
+      EXPECT_TRUE(run_until(io, [&] { return stopped; }));
+    }
     modes.push_back("ready");
     modes.push_back("never-exit");
     auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
                                                .args = modes,
                                                .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
                                                                {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
-                                               .containment = std::get<1>(GetParam()),
-                                               .reaper_path = AGENTHOST_REAPER});
+                                               .containment = std::get<1>(GetParam()) == variant::session
+                                                                  ? containment_kind::session
+                                                                  : containment_kind::reaper,
+                                               .reaper_path = AGENTHOST_REAPER,
+                                               .reaper_server = std::get<1>(GetParam()) == variant::reaper_server});
     if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
     EXPECT_TRUE(read_until_line(io, *c, "ready"));
     return std::move(*c);
@@ -102,10 +120,11 @@ INSTANTIATE_TEST_SUITE_P(
                                        stop_phase::kill},
                           hostile_case{"closed_stdout", {"ready", "close-stdout"}, coop, stop_phase::interrupt},
                           hostile_case{"never_reads_stdin", {"ready", "never-read-stdin"}, coop, stop_phase::interrupt}),
-        ::testing::Values(containment_kind::reaper, containment_kind::session)),
+        ::testing::Values(variant::reaper_server, variant::reaper_exec, variant::session)),
     [](const auto& param_info) {
+      const auto v = std::get<1>(param_info.param);
       return std::string(std::get<0>(param_info.param).name) +
-             (std::get<1>(param_info.param) == containment_kind::reaper ? "_reaper" : "_session");
+             (v == variant::reaper_server ? "_reaper" : v == variant::reaper_exec ? "_reaper_exec" : "_session");
     });
 
 // ---- stop semantics -------------------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@
 //
 // Spawning never goes through a shell and never fork()s the host: it uses posix_spawn (see src/posix/spawn.cpp for
 // why not Boost.Process 1.81's launcher). By default the agent runs under the agenthost-reaper helper, a subreaper
-// that owns the agent's whole process tree: nothing the agent starts can outlive a stop, nor the host's death.
+// that owns the agent's whole process tree: nothing the agent starts can outlive a stop, nor the host's death. That
+// helper is forked ahead of time by a per-process spawn server (an `agenthost-reaper --server` started right after
+// the first such spawn, whose own helper is exec'd) rather than exec'd per agent, unless
+// spawn_options::reaper_server is false.
 //
 // Thread safety: a `child` is not thread-safe. All its functions, and the io_context threads that run its
 // operations, must be serialized — use it from one thread, or give it a strand as executor. Different `child`
@@ -50,8 +53,9 @@ class child {
 
   /// Spawn `options.executable`. Errors name the path: errc::executable_not_found, executable_not_executable,
   /// working_directory_not_found, reaper_not_found, spawn_failed. Never throws for OS failures (std::bad_alloc
-  /// aside); on failure no process, zombie or descriptor is left behind. May be called from any thread: the child's
-  /// internal operations start on `executor`.
+  /// aside); on failure no process, zombie or descriptor is left behind. May be called from any thread, also from
+  /// several at once: the child's internal operations start on `executor`. Blocks until the agent runs (in reaper
+  /// mode: until its reaper reported, at most 10 s).
   static boost::system::result<child, spawn_error> spawn(executor_type executor, spawn_options options);
 
   child(child&&) noexcept;

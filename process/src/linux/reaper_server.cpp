@@ -1,0 +1,163 @@
+#include "reaper_server.hpp"
+
+#include "../detail/reaper_protocol.hpp"
+#include "proc_tree.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace agenthost::process::detail {
+namespace {
+
+struct server_state {
+  std::mutex m;
+  pid_t owner = 0;  // getpid() when the server was started: a fork()ed copy of the host must not share it
+  std::filesystem::path reaper;
+  unique_fd sock;   // our end of the server's SOCK_SEQPACKET socket (close-on-exec)
+  unique_fd pidfd;  // the server is our child: reaped through this, never with waitpid(-1)
+};
+
+// Never destroyed: a spawn from another static object's destructor must still find it, and the descriptors are meant
+// to stay open until the process exits (that EOF is what tells the server the host is gone).
+server_state& state() {
+  static auto* s = new server_state;
+  return *s;
+}
+
+bool exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// Forget the server; kill and reap it when it is ours (it may be alive but unusable, e.g. stopped).
+void reset(server_state& s, bool ours) {
+  if (ours && s.pidfd) {
+    pidfd_send_signal(s.pidfd.get(), SIGKILL);
+    siginfo_t info{};
+    // Ends at once: SIGKILL is not blockable. ECHILD when the host ignores SIGCHLD (the kernel reaped it).
+    while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.pidfd.get()), &info, WEXITED) != 0 &&
+           errno == EINTR) {
+    }
+  }
+  s.sock.reset();
+  s.pidfd.reset();
+  s.owner = 0;
+}
+
+int start(server_state& s, const std::filesystem::path& reaper) {
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return errno;
+  unique_fd ours{sp[0]};
+  unique_fd theirs = move_above_stdio(unique_fd{sp[1]});
+  unique_fd devnull = move_above_stdio(unique_fd{::open("/dev/null", O_RDWR | O_CLOEXEC)});
+  if (!theirs || !devnull) return errno;
+  // A stopped or wedged server must not hang a spawn: the send gives up after 5 s and the caller falls back.
+  const timeval timeout{5, 0};
+  ::setsockopt(ours.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  spawn_request r;
+  r.executable = reaper;
+  r.argv = {reaper_program_name, "--server", "--control-fd", "3"};
+  // No environment (each request carries the agent's), "/" as working directory (it must not keep the host's busy).
+  r.working_directory = "/";
+  r.stdin_fd = r.stdout_fd = r.stderr_fd = devnull.get();
+  r.fd3 = theirs.get();
+  int err = 0;
+  const int pid = spawn_process(r, err);
+  if (pid <= 0) return err;
+  unique_fd pidfd{pidfd_open(pid)};
+  if (!pidfd) {
+    err = errno;
+    // ESRCH: it already exited and the kernel reaped it (the host ignores SIGCHLD): its pid may name another process
+    // by now. Otherwise it is our unreaped child, whose pid cannot have been recycled.
+    if (err != ESRCH) {
+      ::kill(pid, SIGKILL);
+      int st = 0;
+      ::waitpid(pid, &st, 0);
+    }
+    return err;
+  }
+  s.sock = std::move(ours);
+  s.pidfd = std::move(pidfd);
+  s.reaper = reaper;
+  s.owner = ::getpid();
+  return 0;
+}
+
+int send_request(int sock, const std::string& payload, const spawn_request& r) {
+  unique_fd memfd;
+  std::string_view inline_part = payload;
+  if (payload.size() > spawn_payload_inline_max) {
+    memfd.reset(::memfd_create("agenthost-spawn", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!memfd) return errno;
+    std::size_t done = 0;
+    while (done < payload.size()) {
+      const ssize_t n = ::write(memfd.get(), payload.data() + done, payload.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return n < 0 ? errno : EIO;
+      done += static_cast<std::size_t>(n);
+    }
+    ::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    inline_part = spawn_payload_magic;
+  }
+  int fds[5] = {r.fd3, r.stdin_fd, r.stdout_fd, r.stderr_fd, memfd.get()};
+  const std::size_t nfds = memfd ? 5 : 4;
+  iovec iov{const_cast<char*>(inline_part.data()), inline_part.size()};
+  alignas(cmsghdr) char space[CMSG_SPACE(sizeof fds)] = {};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = space;
+  mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+  cmsghdr* c = CMSG_FIRSTHDR(&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+  for (;;) {
+    if (::sendmsg(sock, &mh, MSG_NOSIGNAL) >= 0) return 0;
+    if (errno != EINTR) return errno;
+  }
+}
+
+}  // namespace
+
+int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request) {
+  const std::string payload = encode_spawn_payload(request.executable.string(), request.working_directory.string(),
+                                                   request.argv, request.envp);
+  auto& s = state();
+  std::lock_guard lock(s.m);
+  if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
+  if (s.sock && s.reaper != reaper) return ENOTSUP;
+  if (s.sock && exited(s.pidfd.get())) reset(s, true);
+  if (!s.sock) return ESRCH;
+  const int err = send_request(s.sock.get(), payload, request);
+  if (err == 0) return 0;
+  // EPIPE/ECONNRESET: the server died since the check above (its socket closes before its pidfd turns readable).
+  // Anything else (EAGAIN after the send timeout, ENOBUFS, …): it is unusable. Either way replace it; this spawn
+  // falls back to exec.
+  reset(s, true);
+  return err == EPIPE || err == ECONNRESET || err == ECONNREFUSED ? ESRCH : err;
+}
+
+int start_spawn_server(const std::filesystem::path& reaper) {
+  auto& s = state();
+  std::lock_guard lock(s.m);
+  if (s.sock && s.owner != ::getpid()) reset(s, false);
+  if (s.sock && exited(s.pidfd.get())) reset(s, true);
+  if (s.sock) return s.reaper == reaper ? 0 : ENOTSUP;
+  return start(s, reaper);
+}
+
+}  // namespace agenthost::process::detail
