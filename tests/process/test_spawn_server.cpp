@@ -49,23 +49,8 @@ bool is_server(int pid) { return cmdline(pid).find("agenthost-reaper --server --
 /// Live (non-zombie) children of `parent`.
 std::vector<int> children_of(int parent, bool include_zombies = false) {
   std::vector<int> out;
-  DIR* d = ::opendir("/proc");
-  while (const dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state = 0;
-    long ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent && (include_zombies || state != 'Z')) out.push_back(static_cast<int>(pid));
-  }
-  ::closedir(d);
+  for (const auto& p : all_processes())
+    if (p.ppid == parent && (include_zombies || p.state != 'Z')) out.push_back(p.pid);
   return out;
 }
 
@@ -357,39 +342,17 @@ TEST_F(SpawnServer, TwoHundredCyclesLeakNothing) {
 TEST(SpawnServerHostDeath, SigkilledHostLeavesNoSurvivorAndNoServer) {
   liveness_fifo fifo;
   const std::string token = random_token();
-  int ready_pipe[2];
-  ASSERT_EQ(::pipe2(ready_pipe, O_CLOEXEC), 0);
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
-  std::vector<std::string> args = {self, "--gtest_filter=SpawnServerHostDeath.DISABLED_ChildHost",
-                                   "--gtest_also_run_disabled_tests"};
-  std::vector<std::string> env = {"AGENTHOST_HOST_DEATH_FIFO=" + fifo.path(), "AGENTHOST_HOST_DEATH_TOKEN=" + token,
-                                  "AGENTHOST_HOST_DEATH_READY_FD=10"};
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, ready_pipe[1], 10);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t host = 0;
-  ASSERT_EQ(::posix_spawn(&host, self.c_str(), &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(ready_pipe[1]);
-  char buf[32] = {};
-  pollfd p{ready_pipe[0], POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 20000), 1);
-  ASSERT_GT(::read(ready_pipe[0], buf, sizeof buf - 1), 0) << "the test host did not get its agent trees running";
-  ::close(ready_pipe[0]);
-  const int server = std::atoi(buf);
+  const auto host = spawn_test_host("SpawnServerHostDeath.DISABLED_ChildHost", fifo.path(), token);
+  ASSERT_GT(host.pid, 0);
+  ASSERT_FALSE(host.ready.empty()) << "the test host did not get its agent trees running";
+  const int server = std::atoi(host.ready.c_str());
   ASSERT_GT(server, 0);
   const int server_fd = static_cast<int>(::syscall(SYS_pidfd_open, server, 0));
   ASSERT_GE(server_fd, 0);
   ASSERT_FALSE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
-  ::kill(host, SIGKILL);
+  ::kill(host.pid, SIGKILL);
   int st = 0;
-  ::waitpid(host, &st, 0);
+  ::waitpid(host.pid, &st, 0);
   EXPECT_TRUE(fifo.wait_eof(1s)) << "an agent tree survived its host";
   pollfd s{server_fd, POLLIN, 0};
   EXPECT_EQ(::poll(&s, 1, 1000), 1) << "the spawn server survived its host";
@@ -401,20 +364,13 @@ TEST(SpawnServerHostDeath, SigkilledHostLeavesNoSurvivorAndNoServer) {
 // Runs only inside the re-executed test host above: three trees (two through the server), then reports the server's
 // pid.
 TEST(SpawnServerHostDeath, DISABLED_ChildHost) {
-  const char* fifo = std::getenv("AGENTHOST_HOST_DEATH_FIFO");
-  const char* token = std::getenv("AGENTHOST_HOST_DEATH_TOKEN");
-  const char* ready_fd = std::getenv("AGENTHOST_HOST_DEATH_READY_FD");
-  if (fifo == nullptr || token == nullptr || ready_fd == nullptr) GTEST_SKIP() << "only run by SpawnServerHostDeath";
+  const auto setup = test_host_setup_from_env();
+  if (!setup) GTEST_SKIP() << "only run by SpawnServerHostDeath";
   asio::io_context io;
   std::vector<child> trees;
   // The first tree's reaper is exec'd (no server yet; that spawn starts it), the other two are the server's.
   for (int i = 0; i < 3; ++i) {
-    auto c = child::spawn(io.get_executor(),
-                          {.executable = AGENTHOST_FAKE_AGENT,
-                           .args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
-                           .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}, {"AGENTHOST_LIVENESS_FIFO", fifo}}},
-                           .containment = containment_kind::reaper,
-                           .reaper_path = AGENTHOST_REAPER});
+    auto c = child::spawn(io.get_executor(), host_death_tree(*setup));
     ASSERT_TRUE(c);
     ASSERT_TRUE(read_until_line(io, *c, "ready"));
     trees.push_back(std::move(*c));
@@ -423,8 +379,7 @@ TEST(SpawnServerHostDeath, DISABLED_ChildHost) {
   ASSERT_TRUE(is_server(server));
   ASSERT_EQ(parent_of(parent_of(trees[2].pid())), server);
   const std::string msg = std::to_string(server);
-  const int fd = std::atoi(ready_fd);
-  ASSERT_EQ(::write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
+  ASSERT_EQ(::write(setup->ready_fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
   for (;;) ::pause();  // SIGKILLed here
 }
 

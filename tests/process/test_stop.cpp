@@ -263,35 +263,14 @@ TEST_F(StopSemantics, TwoHundredCyclesLeakNothing) {
 TEST(HostDeath, SigkilledHostLeavesNoSurvivor) {
   liveness_fifo fifo;
   const std::string token = random_token();
-  int ready_pipe[2];
-  ASSERT_EQ(::pipe2(ready_pipe, O_CLOEXEC), 0);
   // The test host is this test binary re-executed in "host" mode (posix_spawn: no fork of this process).
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
-  std::vector<std::string> args = {self, "--gtest_filter=HostDeath.DISABLED_ChildHost", "--gtest_also_run_disabled_tests"};
-  std::vector<std::string> env = {"AGENTHOST_HOST_DEATH_FIFO=" + fifo.path(), "AGENTHOST_HOST_DEATH_TOKEN=" + token,
-                                  "AGENTHOST_HOST_DEATH_READY_FD=10"};
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, ready_pipe[1], 10);  // clears close-on-exec on the copy
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t host = 0;
-  ASSERT_EQ(::posix_spawn(&host, self.c_str(), &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(ready_pipe[1]);
-  char byte = 0;
-  pollfd p{ready_pipe[0], POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 20000), 1);
-  ASSERT_EQ(::read(ready_pipe[0], &byte, 1), 1) << "the test host did not get its agent tree running";
-  ::close(ready_pipe[0]);
+  const auto host = spawn_test_host("HostDeath.DISABLED_ChildHost", fifo.path(), token);
+  ASSERT_GT(host.pid, 0);
+  ASSERT_EQ(host.ready.size(), 1u) << "the test host did not get its agent tree running";
   ASSERT_FALSE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
-  ::kill(host, SIGKILL);
+  ::kill(host.pid, SIGKILL);
   int st = 0;
-  ::waitpid(host, &st, 0);
+  ::waitpid(host.pid, &st, 0);
   // Within 1 s of the host's death: the liveness FIFO reached EOF and no live process carries the token (the reaper
   // itself carries it too, and exits right after the tree).
   const auto deadline = std::chrono::steady_clock::now() + 1s;
@@ -304,22 +283,14 @@ TEST(HostDeath, SigkilledHostLeavesNoSurvivor) {
 
 // Runs only inside the re-executed test host above.
 TEST(HostDeath, DISABLED_ChildHost) {
-  const char* fifo = std::getenv("AGENTHOST_HOST_DEATH_FIFO");
-  const char* token = std::getenv("AGENTHOST_HOST_DEATH_TOKEN");
-  const char* ready_fd = std::getenv("AGENTHOST_HOST_DEATH_READY_FD");
-  if (fifo == nullptr || token == nullptr || ready_fd == nullptr) GTEST_SKIP() << "only run by HostDeath";
+  const auto setup = test_host_setup_from_env();
+  if (!setup) GTEST_SKIP() << "only run by HostDeath";
   asio::io_context io;
-  auto c = child::spawn(io.get_executor(),
-                        {.executable = AGENTHOST_FAKE_AGENT,
-                         .args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
-                         .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}, {"AGENTHOST_LIVENESS_FIFO", fifo}}},
-                         .containment = containment_kind::reaper,
-                         .reaper_path = AGENTHOST_REAPER});
+  auto c = child::spawn(io.get_executor(), host_death_tree(*setup));
   ASSERT_TRUE(c);
   // "ready" comes after the whole tree is in place (the double fork's intermediate already reaped).
   ASSERT_TRUE(read_until_line(io, *c, "ready"));
-  const int fd = std::atoi(ready_fd);
-  ASSERT_EQ(::write(fd, "r", 1), 1);
+  ASSERT_EQ(::write(setup->ready_fd, "r", 1), 1);
   for (;;) ::pause();  // SIGKILLed here
 }
 

@@ -10,13 +10,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -73,10 +76,18 @@ inline std::vector<int> processes_with_env(const std::string& needle) {
   return pids;
 }
 
-/// Our own children in state Z.
-inline int zombie_children() {
-  int n = 0;
+/// One process as /proc/<pid>/stat has it: its state letter and parent.
+struct proc_stat {
+  int pid = 0;
+  char state = 0;
+  long ppid = 0;
+};
+
+/// Every process in /proc (zombies included).
+inline std::vector<proc_stat> all_processes() {
+  std::vector<proc_stat> out;
   DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
   while (const dirent* e = ::readdir(d)) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
@@ -87,12 +98,19 @@ inline int zombie_children() {
     const auto close = line.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(line.substr(close + 2));
-    char state = 0;
-    long ppid = 0;
-    rest >> state >> ppid;
-    if (state == 'Z' && ppid == ::getpid()) ++n;
+    proc_stat p{.pid = static_cast<int>(pid)};
+    rest >> p.state >> p.ppid;
+    out.push_back(p);
   }
   ::closedir(d);
+  return out;
+}
+
+/// Our own children in state Z.
+inline int zombie_children() {
+  int n = 0;
+  for (const auto& p : all_processes())
+    if (p.state == 'Z' && p.ppid == ::getpid()) ++n;
   return n;
 }
 
@@ -156,6 +174,73 @@ inline bool read_until_line(asio::io_context& io, process::child& c, std::string
   };
   next();
   return run_until(io, [&] { return found || eof; }, timeout) && found;
+}
+
+/// This test binary re-executed as a test host that runs only the test `gtest_filter` (posix_spawn: no fork of this
+/// process; its stdout to /dev/null), with AGENTHOST_HOST_DEATH_FIFO=`fifo`, AGENTHOST_HOST_DEATH_TOKEN=`token` and
+/// AGENTHOST_HOST_DEATH_READY_FD=10, a pipe it writes to once its agent trees run. `pid` is 0 when it could not be
+/// started; `ready` is what it wrote within 20 s (empty: nothing).
+struct test_host {
+  pid_t pid = 0;
+  std::string ready;
+};
+inline test_host spawn_test_host(const std::string& gtest_filter, const std::string& fifo, const std::string& token) {
+  test_host h;
+  int ready_pipe[2];
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "pipe2 failed";
+    return h;
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  std::vector<std::string> args = {self, "--gtest_filter=" + gtest_filter, "--gtest_also_run_disabled_tests"};
+  std::vector<std::string> env = {"AGENTHOST_HOST_DEATH_FIFO=" + fifo, "AGENTHOST_HOST_DEATH_TOKEN=" + token,
+                                  "AGENTHOST_HOST_DEATH_READY_FD=10"};
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, ready_pipe[1], 10);  // clears close-on-exec on the copy
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (::posix_spawn(&h.pid, self.c_str(), &fa, nullptr, argv.data(), envp.data()) != 0) {
+    ADD_FAILURE() << "posix_spawn of the test host failed";
+    h.pid = 0;
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(ready_pipe[1]);
+  char buf[32] = {};
+  pollfd p{ready_pipe[0], POLLIN, 0};
+  if (h.pid > 0 && ::poll(&p, 1, 20000) == 1) {
+    const ssize_t n = ::read(ready_pipe[0], buf, sizeof buf - 1);
+    if (n > 0) h.ready.assign(buf, static_cast<std::size_t>(n));
+  }
+  ::close(ready_pipe[0]);
+  return h;
+}
+
+/// Inside a test host started by spawn_test_host: its liveness FIFO, token and ready fd (nullopt in any other process).
+struct test_host_setup {
+  std::string fifo, token;
+  int ready_fd = -1;
+};
+inline std::optional<test_host_setup> test_host_setup_from_env() {
+  const char* fifo = std::getenv("AGENTHOST_HOST_DEATH_FIFO");
+  const char* token = std::getenv("AGENTHOST_HOST_DEATH_TOKEN");
+  const char* ready_fd = std::getenv("AGENTHOST_HOST_DEATH_READY_FD");
+  if (fifo == nullptr || token == nullptr || ready_fd == nullptr) return std::nullopt;
+  return test_host_setup{.fifo = fifo, .token = token, .ready_fd = std::atoi(ready_fd)};
+}
+
+/// The agent tree a test host starts (reaper containment): the fake agent ignoring every signal, with a setsid child
+/// and a double-forked daemon, all carrying the token and the liveness FIFO; "ready" once the tree is in place.
+inline process::spawn_options host_death_tree(const test_host_setup& h) {
+  return {.executable = AGENTHOST_FAKE_AGENT,
+          .args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
+          .env = {.set = {{"AGENTHOST_TEST_TOKEN", h.token}, {"AGENTHOST_LIVENESS_FIFO", h.fifo}}},
+          .containment = process::containment_kind::reaper,
+          .reaper_path = AGENTHOST_REAPER};
 }
 
 /// Kills (SIGKILL) whatever still carries the token, so one failing test cannot poison the next.

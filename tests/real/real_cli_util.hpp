@@ -1,7 +1,8 @@
-// Shared by the real-CLI tests that drive an agent CLI directly through agenthost::process::child (no provider or
-// mapper exists for it yet) against the scripted mock model server (tests/mockmodel/): the scripts, the mock server
-// as a child process, one CLI run with its JSONL lines, exit status and (optionally) a three-phase stop, and the
-// recording of what the CLI printed into fixtures/<agent>/recorded/.
+// Shared by the real-CLI tests (tests/real/) that run an installed agent CLI against the scripted mock model server
+// (tests/mockmodel/): the installed CLI and why a suite must skip, the scripts, the mock server as a child process,
+// the fixture frame (isolated scratch dir, run mark, leftovers killed), one CLI run driven directly through
+// agenthost::process::child with its JSONL lines, exit status and (optionally) a three-phase stop, and the recording
+// of what the CLI printed into fixtures/<agent>/recorded/.
 #pragma once
 
 #include "test_util.hpp"
@@ -40,6 +41,45 @@ inline std::string first_line(const std::string& s) { return s.substr(0, s.find(
 inline std::string npm_package_version(const std::string& package_json) {
   const auto j = json::parse(read_file(package_json), nullptr, false);
   return j.is_object() ? j.value("version", "") : "";
+}
+
+/// `$override_var` when set and not empty, else `installed` (the CLI installed by scripts/install-agents.sh).
+inline std::string cli_executable(const char* override_var, const std::string& installed) {
+  if (const char* p = std::getenv(override_var); p != nullptr && *p != '\0') return p;
+  return installed;
+}
+
+/// The version in the package.json of the npm package whose .bin link (or file) `executable` is ("" when unknown).
+inline std::string npm_version_of_executable(const std::string& executable) {
+  std::error_code ec;
+  const auto target = std::filesystem::canonical(executable, ec);  // e.g. …/pi-coding-agent/dist/cli.js
+  if (ec) return {};
+  for (auto dir = target.parent_path(); dir.has_relative_path(); dir = dir.parent_path())
+    if (std::filesystem::exists(dir / "package.json")) return npm_package_version(dir / "package.json");
+  return {};
+}
+
+/// Why a real-CLI suite cannot run here ("" when it can): `name` is not installed at `executable` (with the last
+/// result from `status_file`, under .npm-agents/, unless `override_var` is set), or python3 is missing.
+inline std::string unavailable_reason(const std::string& name, const std::string& executable,
+                                      const std::string& status_file, const char* override_var) {
+  if (::access(executable.c_str(), X_OK) != 0) {
+    std::string why = name + " is not installed at " + executable + " — run scripts/install-agents.sh";
+    const std::string status = first_line(read_file(source_dir + "/.npm-agents/" + status_file));
+    if (!status.empty() && std::getenv(override_var) == nullptr) why += " (its last result: " + status + ")";
+    return why;
+  }
+  if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
+  return {};
+}
+
+/// pi (the two pi suites): AGENTHOST_REAL_PI or the one in .npm-agents/, its version, why the suite must skip.
+inline std::string pi_executable() {
+  return cli_executable("AGENTHOST_REAL_PI", source_dir + "/.npm-agents/node_modules/.bin/pi");
+}
+inline std::string pi_version_string() { return npm_version_of_executable(pi_executable()); }
+inline std::string pi_unavailable_reason() {
+  return unavailable_reason("pi", pi_executable(), "install-status.txt", "AGENTHOST_REAL_PI");
 }
 
 inline const json& scenarios() {
@@ -133,6 +173,8 @@ class mock_model {
   [[nodiscard]] const std::string& error() const { return error_; }
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] std::string origin() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  /// The OpenAI-compatible base URL (origin + "/v1").
+  [[nodiscard]] std::string base_url() const { return origin() + "/v1"; }
 
   /// The log records so far: one per request, plus {"n", "stream_started": scenario} when a stream's first event
   /// is out.
@@ -174,6 +216,45 @@ inline const char* phase_name(process::stop_phase p) {
   }
   return "?";
 }
+
+/// The frame of a real-CLI test: an isolated scratch dir (removed afterwards) with work/ in it, the mark every
+/// process of a run carries in its environment (`mark_var`=<random>), and the mock model server; TearDown kills
+/// whatever carries the run's or the mock's mark. A suite's SetUp calls start() and returns when it skipped/failed.
+class real_cli_test : public ::testing::Test {
+ protected:
+  explicit real_cli_test(const std::string& name, std::string mark_variable = "AGENTHOST_TEST_RUN")
+      : mark_var(std::move(mark_variable)), dir(make_dir("/tmp/agenthost-real-" + name + "-XXXXXX")) {}
+
+  /// Skips with `why_unavailable` (when not empty); otherwise creates `dirs` and work/, and starts the mock.
+  void start(const std::string& why_unavailable, const std::vector<std::string>& dirs) {
+    if (!why_unavailable.empty()) GTEST_SKIP() << why_unavailable;
+    for (const auto& d : dirs) std::filesystem::create_directories(d);
+    std::filesystem::create_directories(work);
+    mock.emplace(io, dir, mock_token);
+    ASSERT_EQ(mock->error(), "");
+  }
+  [[nodiscard]] bool stopped_early() const { return IsSkipped() || HasFatalFailure(); }
+
+  void TearDown() override {
+    mock.reset();
+    kill_leftovers(run_mark());
+    kill_leftovers("AGENTHOST_MOCK_TOKEN=" + mock_token);
+    std::filesystem::remove_all(dir);
+  }
+
+  /// The mark every process of the run carries (the CLI, its tools' shells and commands).
+  [[nodiscard]] std::string run_mark() const { return mark_var + "=" + mark; }
+
+  static std::string make_dir(std::string pattern) { return ::mkdtemp(pattern.data()); }
+
+  asio::io_context io;
+  std::string mark_var;
+  std::string mark = random_token();
+  std::string mock_token = random_token();
+  std::string dir;
+  std::string work = dir + "/work";
+  std::optional<mock_model> mock;
+};
 
 /// A JSONL line as JSON (a discarded value when it is not JSON).
 inline json parse_line(const std::string& line) { return json::parse(line, nullptr, false); }
@@ -267,6 +348,23 @@ inline cli_result run_cli(asio::io_context& io, process::spawn_options options,
   r.stderr_tail = c->stderr_tail();
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   return r;
+}
+
+/// What every run_cli run must end with: finished within its limit, no process with `run_mark` left, and a stop
+/// (when there was one) without error or survivors. Then one line about the run on stdout.
+inline void expect_clean_end(const std::string& agent, const std::string& scenario, const cli_result& r,
+                             const std::string& run_mark) {
+  EXPECT_TRUE(r.finished) << agent << " did not end within 60 s\n" << r.dump();
+  EXPECT_EQ(processes_with_env(run_mark), std::vector<int>{}) << "the run left processes behind";
+  if (r.stop) {
+    EXPECT_FALSE(r.stop_ec) << r.stop_ec.message();
+    EXPECT_TRUE(r.stop->survivors.empty());
+  }
+  std::cout << "[ real " << agent << " ] " << scenario << ": " << r.lines.size() << " lines, " << r.status_text();
+  if (r.stop)
+    std::cout << ", stop ended in phase " << phase_name(r.stop->phase) << " after "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->elapsed).count() << " ms";
+  std::cout << ", " << r.elapsed.count() << " ms\n";
 }
 
 /// A live process carrying `needle` in its environment whose command name is `comm`.

@@ -21,8 +21,7 @@ namespace {
 const std::string prefix = source_dir + "/.npm-agents/claude-code";
 
 std::string claude_executable() {
-  if (const char* p = std::getenv("AGENTHOST_REAL_CLAUDE"); p != nullptr && *p != '\0') return p;
-  return prefix + "/node_modules/.bin/claude";
+  return cli_executable("AGENTHOST_REAL_CLAUDE", prefix + "/node_modules/.bin/claude");
 }
 
 std::string claude_version() {
@@ -30,19 +29,15 @@ std::string claude_version() {
 }
 
 std::string unavailable_reason() {
-  const std::string exe = claude_executable();
-  const std::string status = first_line(read_file(source_dir + "/.npm-agents/install-status-claude-code.txt"));
-  const bool overridden = std::getenv("AGENTHOST_REAL_CLAUDE") != nullptr;
-  if (::access(exe.c_str(), X_OK) != 0) {
-    std::string why = "claude is not installed at " + exe + " — run scripts/install-agents.sh";
-    if (!status.empty() && !overridden) why += " (its last result: " + status + ")";
+  if (auto why = real::unavailable_reason("claude", claude_executable(), "install-status-claude-code.txt",
+                                          "AGENTHOST_REAL_CLAUDE");
+      !why.empty())
     return why;
-  }
-  if (!overridden && status.rfind("ok:", 0) != 0)
+  const std::string status = first_line(read_file(source_dir + "/.npm-agents/install-status-claude-code.txt"));
+  if (std::getenv("AGENTHOST_REAL_CLAUDE") == nullptr && status.rfind("ok:", 0) != 0)
     return "scripts/install-agents.sh did not report Claude Code as installed (" +
            (status.empty() ? std::string("no .npm-agents/install-status-claude-code.txt") : status) +
            ") — run it again, or set AGENTHOST_REAL_CLAUDE";
-  if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
   return {};
 }
 
@@ -55,27 +50,11 @@ std::string munged(std::string path) {
   return path;
 }
 
-class RealClaude : public ::testing::Test {
+class RealClaude : public real_cli_test {
  protected:
-  void SetUp() override {
-    if (const auto why = unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    std::filesystem::create_directories(dir + "/home");
-    std::filesystem::create_directories(config_dir);
-    std::filesystem::create_directories(dir + "/tmp");
-    std::filesystem::create_directories(work);
-    mock.emplace(io, dir, mock_token);
-    ASSERT_EQ(mock->error(), "");
-  }
+  RealClaude() : real_cli_test("claude") {}
 
-  void TearDown() override {
-    mock.reset();
-    kill_leftovers(run_mark());
-    kill_leftovers("AGENTHOST_MOCK_TOKEN=" + mock_token);
-    std::filesystem::remove_all(dir);
-  }
-
-  // The mark every process of the run carries (the CLI, its Bash tool's shell and commands).
-  std::string run_mark() const { return "AGENTHOST_TEST_RUN=" + mark; }
+  void SetUp() override { start(unavailable_reason(), {dir + "/home", config_dir, dir + "/tmp"}); }
 
   // Isolated: own HOME and config dir, the mock as the API, no traffic besides model calls, one retry of a failed
   // model call (instead of ten with backoff up to ~35 s). The scenario is the model id. Bash is allowed by rule:
@@ -106,36 +85,17 @@ class RealClaude : public ::testing::Test {
   cli_result run(const std::string& scenario, const std::function<bool(const cli_result&)>& stop_when = {},
                  process::stop_policy policy = process::stop_policy::ctrl_c(), const std::string& record_as = {}) {
     auto r = run_cli(io, spawn_options(scenario), stop_when, policy);
-    EXPECT_TRUE(r.finished) << "claude did not end within 60 s\n" << r.dump();
-    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
-    if (r.stop) {
-      EXPECT_FALSE(r.stop_ec) << r.stop_ec.message();
-      EXPECT_TRUE(r.stop->survivors.empty());
-    }
+    expect_clean_end("claude", scenario, r, run_mark());
     const std::string port = std::to_string(mock->port());
     record_fixture("claude-code", (record_as.empty() ? scenario : record_as) + ".jsonl", r.lines,
                    {{work, "/home/user/project"},
                     {dir, "/home/user"},
                     {munged(work), "-home-user-project"},  // the project's key under the config dir
                     {"127.0.0.1:" + port, "127.0.0.1:18765"}});
-    std::cout << "[ real claude ] " << scenario << ": " << r.lines.size() << " lines, " << r.status_text();
-    if (r.stop)
-      std::cout << ", stop ended in phase " << static_cast<int>(r.stop->phase) << " after "
-                << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->elapsed).count() << " ms";
-    std::cout << ", " << r.elapsed.count() << " ms\n";
     return r;
   }
 
-  asio::io_context io;
-  std::string mark = random_token();
-  std::string mock_token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-real-claude-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
   std::string config_dir = dir + "/claude-config";
-  std::string work = dir + "/work";
-  std::optional<mock_model> mock;
 };
 
 // The raw API events Claude relays (`stream_event`, main agent only), in order.

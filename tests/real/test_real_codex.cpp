@@ -19,8 +19,7 @@ namespace {
 const std::string prefix = source_dir + "/.npm-agents/codex";
 
 std::string codex_executable() {
-  if (const char* p = std::getenv("AGENTHOST_REAL_CODEX"); p != nullptr && *p != '\0') return p;
-  return prefix + "/node_modules/.bin/codex";
+  return cli_executable("AGENTHOST_REAL_CODEX", prefix + "/node_modules/.bin/codex");
 }
 
 std::string codex_version() {
@@ -28,36 +27,19 @@ std::string codex_version() {
 }
 
 std::string unavailable_reason() {
-  const std::string exe = codex_executable();
-  if (::access(exe.c_str(), X_OK) != 0) {
-    std::string why = "codex is not installed at " + exe + " — run scripts/install-agents.sh";
-    if (const auto status = read_file(source_dir + "/.npm-agents/install-status-codex.txt"); !status.empty())
-      why += " (its last result: " + first_line(status) + ")";
-    return why;
-  }
-  if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
-  return {};
+  return real::unavailable_reason("codex", codex_executable(), "install-status-codex.txt", "AGENTHOST_REAL_CODEX");
 }
 
 const char* const prompt = "Do what the scenario says.";
 
-class RealCodex : public ::testing::Test {
+class RealCodex : public real_cli_test {
  protected:
-  void SetUp() override {
-    if (const auto why = unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    std::filesystem::create_directories(dir + "/home");
-    std::filesystem::create_directories(codex_home);
-    std::filesystem::create_directories(work);
-    mock.emplace(io, dir, mock_token);
-    ASSERT_EQ(mock->error(), "");
-    std::ofstream(codex_home + "/config.toml") << config_toml();
-  }
+  RealCodex() : real_cli_test("codex") {}
 
-  void TearDown() override {
-    mock.reset();
-    kill_leftovers(run_mark());
-    kill_leftovers("AGENTHOST_MOCK_TOKEN=" + mock_token);
-    std::filesystem::remove_all(dir);
+  void SetUp() override {
+    start(unavailable_reason(), {dir + "/home", codex_home});
+    if (stopped_early()) return;
+    std::ofstream(codex_home + "/config.toml") << config_toml();
   }
 
   // A custom provider (built-in ones ignore overrides): Responses over SSE, no websockets, no retries of its own
@@ -77,9 +59,8 @@ class RealCodex : public ::testing::Test {
            "stream_max_retries = 0\n";
   }
 
-  // The mark every process of the run carries (tool commands included: codex passes its environment on). Not named
-  // *TOKEN*/*KEY*/*SECRET*: shell_environment_policy's default excludes may drop such names.
-  std::string run_mark() const { return "AGENTHOST_TEST_RUN=" + mark; }
+  // run_mark(): tool commands carry it too (codex passes its environment on). Not named *TOKEN*/*KEY*/*SECRET*:
+  // shell_environment_policy's default excludes may drop such names.
 
   // `codex exec --json --skip-git-repo-check -m <scenario> <extra…> <prompt>` (no prompt argument when it is empty).
   process::spawn_options spawn_options(const std::string& scenario, const std::vector<std::string>& extra = {},
@@ -109,32 +90,13 @@ class RealCodex : public ::testing::Test {
   }
 
   cli_result finish(const std::string& scenario, cli_result r, const std::string& record_as = {}) {
-    EXPECT_TRUE(r.finished) << "codex did not end within 60 s\n" << r.dump();
-    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
-    if (r.stop) {
-      EXPECT_FALSE(r.stop_ec) << r.stop_ec.message();
-      EXPECT_TRUE(r.stop->survivors.empty());
-    }
+    expect_clean_end("codex", scenario, r, run_mark());
     record_fixture("codex", "codex-" + codex_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
                    r.lines, {{work, "/home/user/project"}, {dir, "/home/user"}, {mock->origin(), "http://127.0.0.1:18765"}});
-    std::cout << "[ real codex ] " << scenario << ": " << r.lines.size() << " lines, " << r.status_text();
-    if (r.stop)
-      std::cout << ", stop ended in phase " << phase_name(r.stop->phase) << " after "
-                << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->elapsed).count() << " ms";
-    std::cout << ", " << r.elapsed.count() << " ms\n";
     return r;
   }
 
-  asio::io_context io;
-  std::string mark = random_token();
-  std::string mock_token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-real-codex-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
   std::string codex_home = dir + "/codex-home";
-  std::string work = dir + "/work";
-  std::optional<mock_model> mock;
 };
 
 // The `text` of every completed item of `type`, in order.

@@ -23,8 +23,7 @@ namespace {
 const std::string prefix = source_dir + "/.npm-agents/gemini";
 
 std::string gemini_executable() {
-  if (const char* p = std::getenv("AGENTHOST_REAL_GEMINI"); p != nullptr && *p != '\0') return p;
-  return prefix + "/node_modules/.bin/gemini";
+  return cli_executable("AGENTHOST_REAL_GEMINI", prefix + "/node_modules/.bin/gemini");
 }
 
 std::string gemini_version() {
@@ -32,15 +31,7 @@ std::string gemini_version() {
 }
 
 std::string unavailable_reason() {
-  const std::string exe = gemini_executable();
-  if (::access(exe.c_str(), X_OK) != 0) {
-    std::string why = "gemini is not installed at " + exe + " — run scripts/install-agents.sh";
-    if (const auto status = read_file(source_dir + "/.npm-agents/install-status-gemini.txt"); !status.empty())
-      why += " (its last result: " + first_line(status) + ")";
-    return why;
-  }
-  if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
-  return {};
+  return real::unavailable_reason("gemini", gemini_executable(), "install-status-gemini.txt", "AGENTHOST_REAL_GEMINI");
 }
 
 const char* const prompt = "Do what the scenario says.";
@@ -53,27 +44,15 @@ const json settings_json = {{"security", {{"auth", {{"selectedType", "gemini-api
                             {"privacy", {{"usageStatisticsEnabled", false}}},
                             {"telemetry", {{"enabled", false}}}};
 
-class RealGemini : public ::testing::Test {
+class RealGemini : public real_cli_test {
  protected:
+  RealGemini() : real_cli_test("gemini") {}
+
   void SetUp() override {
-    if (const auto why = unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    std::filesystem::create_directories(home + "/.gemini");
-    std::filesystem::create_directories(dir + "/tmp");
-    std::filesystem::create_directories(work);
-    mock.emplace(io, dir, mock_token);
-    ASSERT_EQ(mock->error(), "");
+    start(unavailable_reason(), {home + "/.gemini", dir + "/tmp"});
+    if (stopped_early()) return;
     std::ofstream(home + "/.gemini/settings.json") << settings_json.dump(2);
   }
-
-  void TearDown() override {
-    mock.reset();
-    kill_leftovers(run_mark());
-    kill_leftovers("AGENTHOST_MOCK_TOKEN=" + mock_token);
-    std::filesystem::remove_all(dir);
-  }
-
-  // The mark every process of the run carries, its shell tool's commands included.
-  std::string run_mark() const { return "AGENTHOST_TEST_RUN=" + mark; }
 
   // relaunch = false: GEMINI_CLI_NO_RELAUNCH=1 — gemini does not start itself a second time as a child node process
   // (with a bigger heap); halves its start-up (~10 s → ~5 s on a loaded 2-core machine). The stop tests keep the
@@ -103,33 +82,14 @@ class RealGemini : public ::testing::Test {
   cli_result run(const std::string& scenario, const std::function<bool(const cli_result&)>& stop_when = {},
                  process::stop_policy policy = process::stop_policy::ctrl_c(), const std::string& record_as = {}) {
     auto r = run_cli(io, spawn_options(scenario, /*relaunch=*/static_cast<bool>(stop_when)), stop_when, policy);
-    EXPECT_TRUE(r.finished) << "gemini did not end within 60 s\n" << r.dump();
-    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
-    if (r.stop) {
-      EXPECT_FALSE(r.stop_ec) << r.stop_ec.message();
-      EXPECT_TRUE(r.stop->survivors.empty());
-    }
+    expect_clean_end("gemini", scenario, r, run_mark());
     record_fixture("gemini", "gemini-" + gemini_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
                    r.lines,
                    {{work, "/home/user/project"}, {dir, "/home/user"}, {mock->origin(), "http://127.0.0.1:18765"}});
-    std::cout << "[ real gemini ] " << scenario << ": " << r.lines.size() << " lines, " << r.status_text();
-    if (r.stop)
-      std::cout << ", stop ended in phase " << phase_name(r.stop->phase) << " after "
-                << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->elapsed).count() << " ms";
-    std::cout << ", " << r.elapsed.count() << " ms\n";
     return r;
   }
 
-  asio::io_context io;
-  std::string mark = random_token();
-  std::string mock_token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-real-gemini-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
   std::string home = dir + "/home";
-  std::string work = dir + "/work";
-  std::optional<mock_model> mock;
 };
 
 // Every assistant `message` event's content, in order (stream-json: one per streamed text part, `delta: true`).

@@ -4,9 +4,8 @@
 //
 // Skips (naming why) when pi is not installed or python3 is missing. AGENTHOST_REAL_PI overrides the pi executable.
 // AGENTHOST_RECORD_FIXTURES=1 writes what pi printed into fixtures/pi/recorded/pi-<version>-<scenario>.jsonl.
-#include "test_util.hpp"
+#include "real_cli_util.hpp"
 
-#include <agenthost/process/child.hpp>
 #include <agenthost/providers/pi.hpp>
 #include <agenthost/transport/contract_checker.hpp>
 
@@ -24,102 +23,11 @@
 
 using namespace agenthost;
 using namespace agenthost::test;
-using nlohmann::json;
+using namespace agenthost::test::real;
 using transport::message;
 using transport::message_type;
 
 namespace {
-
-const std::string source_dir = AGENTHOST_SOURCE_DIR;
-const std::string mockmodel_dir = source_dir + "/tests/mockmodel";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string pi_executable() {
-  if (const char* p = std::getenv("AGENTHOST_REAL_PI"); p != nullptr && *p != '\0') return p;
-  return source_dir + "/.npm-agents/node_modules/.bin/pi";
-}
-
-// The installed pi's version, from its package.json next to the .bin link ("" when unknown).
-std::string pi_version_string() {
-  std::error_code ec;
-  const auto target = std::filesystem::canonical(pi_executable(), ec);  // …/pi-coding-agent/dist/cli.js
-  if (ec) return {};
-  for (auto dir = target.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir / "package.json")) {
-      const auto j = json::parse(read_file(dir / "package.json"), nullptr, false);
-      return j.is_object() ? j.value("version", "") : "";
-    }
-  }
-  return {};
-}
-
-// Why the suite cannot run here (empty: it can).
-std::string unavailable_reason() {
-  const std::string pi = pi_executable();
-  if (::access(pi.c_str(), X_OK) != 0) {
-    std::string why = "pi is not installed at " + pi + " — run scripts/install-agents.sh";
-    const std::string status = read_file(source_dir + "/.npm-agents/install-status.txt");
-    if (!status.empty() && std::getenv("AGENTHOST_REAL_PI") == nullptr)
-      why += " (its last result: " + status.substr(0, status.find('\n')) + ")";
-    return why;
-  }
-  if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
-  return {};
-}
-
-const json& scenarios() {
-  static const json s = json::parse(read_file(mockmodel_dir + "/scenarios.json")).at("scenarios");
-  return s;
-}
-
-// What a scenario scripts, over all its turns.
-struct script {
-  std::vector<std::string> text_chunks;  // every text delta, in order
-  std::vector<std::string> thoughts;     // one per thinking block, in order
-  std::vector<json> tool_calls;          // {id, name, arguments}
-  std::string last_text;                 // the text of the last turn (pi's final message)
-  std::size_t turns = 0;
-
-  std::string text() const {
-    std::string s;
-    for (const auto& c : text_chunks) s += c;
-    return s;
-  }
-};
-
-script scripted(const std::string& name) {
-  script s;
-  for (const auto& raw_turn : scenarios().at(name).at("turns")) {
-    // A turn with attempts: the texts of the last one (what the agent's retry gets).
-    const json& turn = raw_turn.contains("attempts") ? raw_turn["attempts"].back() : raw_turn;
-    ++s.turns;
-    s.last_text.clear();
-    for (const auto& block : turn.value("blocks", json::array())) {
-      if (block.contains("text")) {
-        std::vector<std::string> chunks;
-        if (const auto& t = block["text"]; t.is_object())  // {"repeat": chunk, "count": n}
-          chunks.assign(t.at("count").get<std::size_t>(), t.at("repeat").get<std::string>());
-        else
-          chunks = t.get<std::vector<std::string>>();
-        for (const auto& c : chunks) {
-          s.text_chunks.push_back(c);
-          s.last_text += c;
-        }
-      } else if (block.contains("thinking")) {
-        std::string t;
-        for (const auto& c : block["thinking"]) t += c.get<std::string>();
-        s.thoughts.push_back(t);
-      } else if (block.contains("tool_call")) {
-        s.tool_calls.push_back(block["tool_call"]);
-      }
-    }
-  }
-  return s;
-}
 
 // A mapper that hands every line to the pi mapper and keeps a copy (what pi printed, for diagnostics and recording).
 class recording_mapper final : public mapper::event_mapper {
@@ -141,63 +49,6 @@ class recording_mapper final : public mapper::event_mapper {
  private:
   std::unique_ptr<mapper::event_mapper> inner_;
   std::shared_ptr<std::vector<std::string>> lines_;
-};
-
-// The mock model server as a child process of the test (killed with its tree when the object goes away).
-class mock_model {
- public:
-  mock_model(asio::io_context& io, const std::string& dir, const std::string& token) : log_(dir + "/requests.jsonl") {
-    auto c = process::child::spawn(
-        io.get_executor(),
-        {.executable = AGENTHOST_PYTHON3,
-         .args = {"-B", mockmodel_dir + "/mockmodel.py", "--log", log_, "--max-seconds", "300"},
-         .env = {.set = {{"AGENTHOST_MOCK_TOKEN", token}}},
-         .stdin_mode = process::stdin_kind::null,
-         .reaper_path = AGENTHOST_REAPER});
-    if (!c) {
-      error_ = "could not start the mock model server: " + c.error().message;
-      return;
-    }
-    child_.emplace(std::move(*c));
-    // Shared with the handler: it may still be pending (and later aborted) when we give up waiting.
-    struct first_line {
-      bool done = false;
-      int port = 0;
-    };
-    auto got = std::make_shared<first_line>();
-    child_->async_read_lines([got](boost::system::error_code ec, process::line_batch lines) {
-      got->done = true;
-      if (!ec && !lines.empty()) {
-        const std::string first(lines.front().text);
-        if (first.rfind("PORT ", 0) == 0) got->port = std::atoi(first.c_str() + 5);
-      }
-    });
-    if (!run_until(io, [&] { return got->done; }, 20s)) {
-      error_ = "the mock model server printed no port within 20 s: " + child_->stderr_tail();
-    } else if (got->port <= 0) {
-      error_ = "the mock model server did not start: " + child_->stderr_tail();
-    }
-    port_ = got->port;
-  }
-
-  [[nodiscard]] const std::string& error() const { return error_; }
-  [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-
-  // The requests it served so far (one JSON object per request, see mockmodel.py).
-  [[nodiscard]] std::vector<json> requests() const {
-    std::vector<json> out;
-    std::istringstream in(read_file(log_));
-    for (std::string l; std::getline(in, l);)
-      if (!l.empty()) out.push_back(json::parse(l));
-    return out;
-  }
-
- private:
-  std::string log_;
-  std::string error_;
-  int port_ = 0;
-  std::optional<process::child> child_;
 };
 
 std::string assistant_text(const std::vector<message>& ms) {
@@ -247,8 +98,10 @@ json models_json(const std::string& base_url) {
 const json settings_json = {{"retry", {{"enabled", true}, {"maxRetries", 1}, {"baseDelayMs", 100},
                                        {"provider", {{"maxRetries", 0}}}}}};
 
-class RealPi : public ::testing::Test {
+class RealPi : public real_cli_test {
  protected:
+  RealPi() : real_cli_test("pi", "AGENTHOST_TEST_TOKEN") {}
+
   struct result {
     boost::system::error_code ec;
     std::vector<message> messages;
@@ -258,21 +111,10 @@ class RealPi : public ::testing::Test {
   };
 
   void SetUp() override {
-    if (const auto why = unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    std::filesystem::create_directories(dir + "/home");
-    std::filesystem::create_directories(dir + "/agent");
-    std::filesystem::create_directories(work);
-    mock.emplace(io, dir, mock_token);
-    ASSERT_EQ(mock->error(), "");
+    start(pi_unavailable_reason(), {dir + "/home", dir + "/agent"});
+    if (stopped_early()) return;
     std::ofstream(dir + "/agent/models.json") << models_json(mock->base_url()).dump(2);
     std::ofstream(dir + "/agent/settings.json") << settings_json.dump(2);
-  }
-
-  void TearDown() override {
-    mock.reset();
-    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
-    kill_leftovers("AGENTHOST_MOCK_TOKEN=" + mock_token);
-    std::filesystem::remove_all(dir);
   }
 
   // Isolated: own HOME and config dir, offline, no proxies, only the mock provider; the token marks every process.
@@ -282,7 +124,7 @@ class RealPi : public ::testing::Test {
             {"PI_OFFLINE", "1"},
             {"PI_SKIP_VERSION_CHECK", "1"},
             {"NO_PROXY", "127.0.0.1,localhost"},
-            {"AGENTHOST_TEST_TOKEN", token}};
+            {"AGENTHOST_TEST_TOKEN", mark}};
   }
   static std::vector<std::string> unset_environment() {
     return {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
@@ -338,7 +180,7 @@ class RealPi : public ::testing::Test {
     if (!r.messages.empty()) {
       EXPECT_EQ(r.messages.back(), r.terminal);
     }
-    EXPECT_EQ(processes_with_env("AGENTHOST_TEST_TOKEN=" + token), std::vector<int>{})
+    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{})
         << "the run left processes behind";
     if (scenarios().contains(scenario)) record(scenario, r);
     std::cout << "[ real pi ] " << scenario << ": " << r.pi_lines.size() << " lines from pi, " << r.messages.size()
@@ -348,50 +190,14 @@ class RealPi : public ::testing::Test {
 
   // AGENTHOST_RECORD_FIXTURES=1: what pi printed → fixtures/pi/recorded/, with the temporary paths replaced.
   void record(const std::string& scenario, const result& r) const {
-    const char* flag = std::getenv("AGENTHOST_RECORD_FIXTURES");
-    if (flag == nullptr || std::string(flag) != "1") return;
-    const std::string out_dir = source_dir + "/fixtures/pi/recorded";
-    std::filesystem::create_directories(out_dir);
     const std::string version = pi_version_string();
-    std::ofstream out(out_dir + "/pi-" + (version.empty() ? "unknown" : version) + "-" + scenario + ".jsonl",
-                      std::ios::binary | std::ios::trunc);
-    for (std::string line : r.pi_lines) {
-      for (const auto& [from, to] : {std::pair<std::string, std::string>{work, "/home/user/project"},
-                                     {dir, "/home/user"},
-                                     {"127.0.0.1:" + std::to_string(mock->port()), "127.0.0.1:18765"}}) {
-        for (auto pos = line.find(from); pos != std::string::npos; pos = line.find(from, pos + to.size()))
-          line.replace(pos, from.size(), to);
-      }
-      out << line << "\n";
-    }
+    record_fixture("pi", "pi-" + (version.empty() ? "unknown" : version) + "-" + scenario + ".jsonl", r.pi_lines,
+                   {{work, "/home/user/project"},
+                    {dir, "/home/user"},
+                    {"127.0.0.1:" + std::to_string(mock->port()), "127.0.0.1:18765"}});
   }
 
-  std::vector<std::string> mock_requests_of(const std::string& scenario) const {
-    std::vector<std::string> out;
-    for (const auto& r : mock->requests())
-      if (r.value("scenario", "") == scenario) out.push_back(r.value("outcome", "") + "@turn" + r["turn"].dump());
-    return out;
-  }
-
-  // A live process of this test's pi run whose command is `comm` (e.g. the bash tool's sleep).
-  std::optional<int> process_named(const std::string& comm) const {
-    for (int pid : processes_with_env("AGENTHOST_TEST_TOKEN=" + token)) {
-      std::string c = read_file("/proc/" + std::to_string(pid) + "/comm");
-      if (!c.empty() && c.back() == '\n') c.pop_back();
-      if (c == comm) return pid;
-    }
-    return std::nullopt;
-  }
-
-  asio::io_context io;
-  std::string token = random_token();
-  std::string mock_token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-real-pi-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
-  std::string work = dir + "/work";
-  std::optional<mock_model> mock;
+  std::vector<std::string> mock_requests_of(const std::string& scenario) const { return mock->requests_of(scenario); }
 };
 
 void expect_completed_with_script(const std::vector<message>& ms, const message& terminal, const script& s) {
@@ -568,7 +374,7 @@ TEST_F(RealPi, CancellationDuringAToolKillsTheToolProcess) {
   auto r = run("long-tool", options("long-tool"), [&](const std::vector<message>& ms) {
     // Once the call is announced, wait (polling /proc, bounded by the run's deadline) for its `sleep 30` to run.
     if (of_type(ms, message_type::tool_call).empty()) return false;
-    if (!sleep_pid) sleep_pid = process_named("sleep");
+    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
     return sleep_pid.has_value();
   });
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << dump(r.messages);
@@ -578,7 +384,7 @@ TEST_F(RealPi, CancellationDuringAToolKillsTheToolProcess) {
   ASSERT_EQ(failed.size(), 1u) << dump(r.messages);
   EXPECT_EQ(failed[0]->content.at("tool_call_id"), "call_mock_sleep_1");
   EXPECT_EQ(failed[0]->content.value("closed_by_finish", false), true);
-  EXPECT_EQ(process_named("sleep"), std::nullopt) << "the tool's sleep survived";
+  EXPECT_EQ(process_named(run_mark(), "sleep"), std::nullopt) << "the tool's sleep survived";
   EXPECT_LT(r.elapsed, std::chrono::seconds(25)) << "the tool sleeps 30 s; the stop must not wait for it";
 }
 
@@ -652,7 +458,7 @@ TEST_F(RealPi, CliSigintCancelsTheRunAndExits130) {
   ASSERT_FALSE(messages.empty()) << raw;
   EXPECT_EQ(messages.back().type, message_type::terminal_cancelled) << raw;
   EXPECT_EQ(transport::check_run(messages), std::vector<std::string>{}) << raw;
-  EXPECT_EQ(processes_with_env("AGENTHOST_TEST_TOKEN=" + token), std::vector<int>{})
+  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{})
       << "agenthost, its reaper, pi or a tool survived";
   EXPECT_LT(elapsed, std::chrono::seconds(20));
   std::cout << "[ real pi ] agenthost run + SIGINT: " << messages.size() << " messages, "

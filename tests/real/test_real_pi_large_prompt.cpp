@@ -4,9 +4,8 @@
 // them with the prompt it sent, and reports how long the 1 MiB run took next to a small-prompt run.
 //
 // Skips (naming why) when pi is not installed or python3 is missing. AGENTHOST_REAL_PI overrides the pi executable.
-#include "test_util.hpp"
+#include "real_cli_util.hpp"
 
-#include <agenthost/process/child.hpp>
 #include <agenthost/providers/pi.hpp>
 #include <agenthost/transport/contract_checker.hpp>
 
@@ -20,44 +19,11 @@
 
 using namespace agenthost;
 using namespace agenthost::test;
-using nlohmann::json;
+using namespace agenthost::test::real;
 using transport::message;
 using transport::message_type;
 
 namespace {
-
-const std::string source_dir = AGENTHOST_SOURCE_DIR;
-const std::string mockmodel_dir = source_dir + "/tests/mockmodel";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string pi_executable() {
-  if (const char* p = std::getenv("AGENTHOST_REAL_PI"); p != nullptr && *p != '\0') return p;
-  return source_dir + "/.npm-agents/node_modules/.bin/pi";
-}
-
-std::string pi_version_string() {
-  std::error_code ec;
-  const auto target = std::filesystem::canonical(pi_executable(), ec);
-  if (ec) return {};
-  for (auto dir = target.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir / "package.json")) {
-      const auto j = json::parse(read_file(dir / "package.json"), nullptr, false);
-      return j.is_object() ? j.value("version", "") : "";
-    }
-  }
-  return {};
-}
-
-std::string unavailable_reason() {
-  if (::access(pi_executable().c_str(), X_OK) != 0)
-    return "pi is not installed at " + pi_executable() + " — run scripts/install-agents.sh";
-  if (::access(AGENTHOST_PYTHON3, X_OK) != 0) return std::string("python3 not found (") + AGENTHOST_PYTHON3 + ")";
-  return {};
-}
 
 std::uint32_t crc32(std::string_view s) {
   boost::crc_32_type c;
@@ -85,31 +51,14 @@ std::string mebibyte_text() {
   return s;
 }
 
-class RealPiLargePrompt : public ::testing::Test {
+class RealPiLargePrompt : public real_cli_test {
  protected:
+  RealPiLargePrompt() : real_cli_test("pi-large", "AGENTHOST_TEST_TOKEN") {}
+
   void SetUp() override {
-    if (const auto why = unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    std::filesystem::create_directories(dir + "/home");
-    std::filesystem::create_directories(dir + "/agent");
-    std::filesystem::create_directories(dir + "/work");
-    auto c = process::child::spawn(
-        io.get_executor(),
-        {.executable = AGENTHOST_PYTHON3,
-         .args = {"-B", mockmodel_dir + "/mockmodel.py", "--log", dir + "/requests.jsonl", "--max-seconds", "300"},
-         .env = {.set = {{"AGENTHOST_MOCK_TOKEN", mock_token}}},
-         .stdin_mode = process::stdin_kind::null,
-         .reaper_path = AGENTHOST_REAPER});
-    ASSERT_TRUE(c) << c.error().message;
-    mock.emplace(std::move(*c));
-    auto port = std::make_shared<int>(-1);
-    mock->async_read_lines([port](boost::system::error_code ec, process::line_batch lines) {
-      *port = 0;
-      if (!ec && !lines.empty() && lines.front().text.rfind("PORT ", 0) == 0)
-        *port = std::atoi(std::string(lines.front().text.substr(5)).c_str());
-    });
-    ASSERT_TRUE(run_until(io, [&] { return *port >= 0; }, 20s)) << mock->stderr_tail();
-    ASSERT_GT(*port, 0) << mock->stderr_tail();
-    const std::string base_url = "http://127.0.0.1:" + std::to_string(*port) + "/v1";
+    start(pi_unavailable_reason(), {dir + "/home", dir + "/agent"});
+    if (stopped_early()) return;
+    const std::string base_url = mock->base_url();
     const json models = {{"providers",
                           {{"mock",
                             {{"baseUrl", base_url},
@@ -122,19 +71,12 @@ class RealPiLargePrompt : public ::testing::Test {
     std::ofstream(dir + "/agent/settings.json") << json{{"retry", {{"enabled", false}}}}.dump(2);
   }
 
-  void TearDown() override {
-    mock.reset();
-    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
-    kill_leftovers("AGENTHOST_MOCK_TOKEN=" + mock_token);
-    std::filesystem::remove_all(dir);
-  }
-
   providers::pi_options options() const {
     providers::pi_options o{.executable = pi_executable(),
                             .provider = "mock",
                             .model = "answer",
                             .no_session = true,
-                            .working_directory = dir + "/work",
+                            .working_directory = work,
                             .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                                               "all_proxy", "OPENAI_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS"},
                                     .set = {{"HOME", dir + "/home"},
@@ -142,7 +84,7 @@ class RealPiLargePrompt : public ::testing::Test {
                                             {"PI_OFFLINE", "1"},
                                             {"PI_SKIP_VERSION_CHECK", "1"},
                                             {"NO_PROXY", "127.0.0.1,localhost"},
-                                            {"AGENTHOST_TEST_TOKEN", token}}},
+                                            {"AGENTHOST_TEST_TOKEN", mark}}},
                             .pi_version = providers::version::parse(pi_version_string()),
                             .reaper_path = AGENTHOST_REAPER};
     o.run.deadline = std::chrono::seconds(90);
@@ -167,7 +109,7 @@ class RealPiLargePrompt : public ::testing::Test {
     EXPECT_TRUE(run_until(io, [&] { return done; }, 120s)) << "the run did not end within 120 s";
     r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
     EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
-    EXPECT_EQ(processes_with_env("AGENTHOST_TEST_TOKEN=" + token), std::vector<int>{}) << "processes left behind";
+    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "processes left behind";
     return r;
   }
 
@@ -180,14 +122,6 @@ class RealPiLargePrompt : public ::testing::Test {
     return last.is_object() ? last.value("user_digests", json::array()) : json::array();
   }
 
-  asio::io_context io;
-  std::string token = random_token();
-  std::string mock_token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-real-pi-large-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
-  std::optional<process::child> mock;
 };
 
 TEST_F(RealPiLargePrompt, MebibytePromptReachesTheModelIntactThroughStdin) {
