@@ -19,6 +19,7 @@
 
 #include "../src/detail/reaper_protocol.hpp"
 #include "../src/linux/proc_tree.hpp"
+#include "../src/posix/fd_passing.hpp"
 #include "../src/posix/clean_spawn_attributes.hpp"
 
 #include <fcntl.h>
@@ -56,19 +57,7 @@ void send_message(const std::string& msg) {
 // One message with a descriptor attached (SCM_RIGHTS).
 void send_message_with_fd(const std::string& msg, int fd) {
   if (control < 0) return;
-  iovec iov{const_cast<char*>(msg.data()), msg.size()};
-  alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int))] = {};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = space;
-  mh.msg_controllen = sizeof space;
-  cmsghdr* c = CMSG_FIRSTHDR(&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  (void)::sendmsg(control, &mh, MSG_NOSIGNAL);
+  (void)send_with_fds(control, msg, std::span<const int>(&fd, 1));
 }
 
 int usage() {

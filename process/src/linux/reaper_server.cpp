@@ -2,6 +2,7 @@
 
 #include "../detail/reaper_protocol.hpp"
 #include "proc_tree.hpp"
+#include "../posix/fd_passing.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -113,22 +114,7 @@ int send_request(int sock, const std::string& payload, const spawn_request& r) {
   }
   int fds[5] = {r.fd3, r.stdin_fd, r.stdout_fd, r.stderr_fd, memfd.get()};
   const std::size_t nfds = memfd ? 5 : 4;
-  iovec iov{const_cast<char*>(inline_part.data()), inline_part.size()};
-  alignas(cmsghdr) char space[CMSG_SPACE(sizeof fds)] = {};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = space;
-  mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-  cmsghdr* c = CMSG_FIRSTHDR(&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-  for (;;) {
-    if (::sendmsg(sock, &mh, MSG_NOSIGNAL) >= 0) return 0;
-    if (errno != EINTR) return errno;
-  }
+  return send_with_fds(sock, inline_part, std::span<const int>(fds, nfds));
 }
 
 }  // namespace
