@@ -201,6 +201,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     if (options_.idle_timeout) arm(idle_timer_, options_.idle_timeout, "idle");
     try {
       for (const auto& l : lines) {
+        if (options_.on_agent_line) options_.on_agent_line(l.text);
         if (l.oversize) {
           mapper_->on_oversize_line(l.text, l.total_bytes, out_);
         } else {

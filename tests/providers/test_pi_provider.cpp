@@ -106,6 +106,20 @@ TEST_F(PiProvider, NormalRunThroughARealProcess) {
   EXPECT_EQ(r.terminal.content.at("text"), "The command printed `hello`.");
 }
 
+TEST_F(PiProvider, OnAgentLineSeesEveryStdoutLineAsPrinted) {
+  std::vector<std::string> fixture_lines;
+  {
+    std::ifstream in(tool_turn);
+    for (std::string l; std::getline(in, l);) fixture_lines.push_back(l);
+  }
+  std::vector<std::string> seen;
+  run_options opts;
+  opts.on_agent_line = [&](std::string_view line) { seen.emplace_back(line); };
+  auto r = run(fake({"replay", tool_turn, "--chunk", "5"}), opts);
+  EXPECT_EQ(r.terminal.type, message_type::terminal_completed);
+  EXPECT_EQ(seen, fixture_lines);
+}
+
 TEST_F(PiProvider, RunPiBuildsTheCommandLineAndRunsIt) {
   // A stand-in `pi` executable (a script) that records its arguments and replays a transcript.
   const std::string pi = dir + "/pi";

@@ -20,6 +20,16 @@
 
 namespace agenthost::mapper {
 
+/// When assistant.thought messages are released.
+enum class thinking_mode {
+  /// Held until the agent's final turn ends (a turn that ends to run tools does not release it), then released in
+  /// order — including the thinking of earlier tool-use turns (nothing is dropped). finish() releases whatever is
+  /// still held.
+  buffered,
+  /// Released as soon as each thinking block completes.
+  stream,
+};
+
 /// How the agent's run ended, as the provider saw it. Exactly one of the flags/fields describes the cause.
 struct run_end {
   /// The agent leader's exit status; nullopt when the process was not waited for (cancelled, timeout).

@@ -32,15 +32,6 @@
 
 namespace agenthost::mapper {
 
-/// When assistant.thought messages are released.
-enum class thinking_mode {
-  /// Held until a turn ends with a stop reason other than `toolUse`, then released in order — including the thinking
-  /// of earlier tool-use turns (nothing is dropped). finish() releases whatever is still held.
-  buffered,
-  /// Released as soon as each thinking block completes (`thinking_end`, or the message_end that carries it).
-  stream,
-};
-
 struct pi_mapper_options {
   /// When assistant.thought is released: buffered (default; at the end of the final turn) or stream (per block).
   thinking_mode thinking = thinking_mode::buffered;

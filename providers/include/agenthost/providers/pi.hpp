@@ -131,10 +131,7 @@ boost::system::result<std::vector<std::string>, std::string> build_pi_arguments(
 
 /// What async_run_agent needs for one pi run: the spawn request and the run options (options.run, with the prompt's
 /// stdin part as stdin_data).
-struct pi_run {
-  spawn_request spawn;
-  run_options run;
-};
+using pi_run = agent_run_request;
 pi_run make_pi_run(const pi_options& options, std::string_view prompt);
 
 /// The spawn options for one pi run (exposed for tools such as `agenthost replay`). A prompt that would be delivered

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace agenthost::providers {
 
@@ -59,6 +60,11 @@ struct run_options {
   /// pipe (else start_failed). An agent that exits or closes stdin before reading it all is not an error of the run
   /// by itself: its own output and exit tell. Default: nullopt = nothing written, stdin left as spawned.
   std::optional<std::string> stdin_data{};
+  /// Called with every stdout line of the agent as it printed it (without the newline), before the mapper sees it,
+  /// on the run's executor: for logging, recording transcripts, debugging a mapper. An oversize line is passed as its
+  /// head (the part the process layer kept). The view is valid during the call. If it throws, the run stops the tree
+  /// and rethrows, as for on_message. Default: none.
+  std::function<void(std::string_view line)> on_agent_line{};
 };
 
 /// Linux's limits on a command line, which execve() enforces with E2BIG: each argument and environment string, its
@@ -71,6 +77,13 @@ std::optional<std::string> check_argument_limits(const process::spawn_options& s
 
 /// A command line to spawn, or why none could be built (reported as terminal.failed, reason start_failed).
 using spawn_request = boost::system::result<process::spawn_options, std::string>;
+
+/// What async_run_agent needs for one run of an agent, as the providers' make_<agent>_run() build it: the spawn
+/// request and the run options (the provider's options.run, plus whatever the command needs, such as stdin_data).
+struct agent_run_request {
+  spawn_request spawn;
+  run_options run;
+};
 
 namespace detail {
 void async_run_agent_impl(boost::asio::any_io_executor ex, spawn_request spawn,

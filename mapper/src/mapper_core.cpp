@@ -1,0 +1,265 @@
+#include "mapper_core.hpp"
+
+#include "text_util.hpp"
+
+#include <agenthost/process/exit_status.hpp>
+
+#include <algorithm>
+
+namespace agenthost::mapper::detail {
+
+using nlohmann::json;
+using transport::message;
+using transport::message_type;
+
+json usage_sum::to_json() const {
+  json u = {{"input_tokens", input},
+            {"output_tokens", output},
+            {"cache_read_tokens", cache_read},
+            {"cache_write_tokens", cache_write},
+            {"total_tokens", input + output + cache_read + cache_write}};
+  if (reasoning > 0) u["reasoning_tokens"] = reasoning;
+  if (cost_total) u["cost"] = {{"total", *cost_total}};
+  return u;
+}
+
+mapper_core::mapper_core(core_options options) : options_(std::move(options)) {}
+
+bool mapper_core::begin_line(std::string_view line) noexcept {
+  ++stats_.lines;
+  stats_.bytes += line.size();
+  if (finish_called_) return false;
+  return line.find_first_not_of(" \t\r\n") != std::string_view::npos;
+}
+
+void mapper_core::oversize_line(std::string_view head, std::size_t total_bytes) {
+  ++stats_.lines;
+  stats_.bytes += total_bytes;
+  if (finish_called_) return;
+  std::string note = "[line of " + std::to_string(total_bytes) + " bytes dropped; it began with] ";
+  note.append(head.substr(0, options_.max_invalid_line_bytes));
+  record_invalid(note);
+}
+
+void mapper_core::record_invalid(std::string_view line) {
+  ++stats_.invalid_lines;
+  if (invalid_lines_.size() < options_.max_invalid_lines)
+    invalid_lines_.push_back(sanitize_utf8(line, options_.max_invalid_line_bytes));
+}
+
+std::string mapper_core::invalid_note() const {
+  if (stats_.invalid_lines == 0) return {};
+  return "; " + options_.agent + " printed " + std::to_string(stats_.invalid_lines) +
+         " line(s) of non-JSON or invalid output";
+}
+
+json mapper_core::invalid_lines_json() const {
+  json a = json::array();
+  for (const auto& l : invalid_lines_) a.push_back(l);
+  return a;
+}
+
+void mapper_core::session(std::vector<message>& out, std::string_view session_id, std::string_view model_name,
+                          std::string_view cwd) {
+  if (!model_name.empty()) model.assign(model_name);
+  if (session_emitted_) return;
+  session_emitted_ = true;
+  session_id_.assign(session_id);
+  json c = {{"session_id", session_id_}, {"agent", options_.agent}};
+  if (!model_name.empty()) c["model"] = std::string(model_name);
+  if (!cwd.empty()) c["cwd"] = std::string(cwd);
+  message_type type = message_type::session_started;
+  if (options_.requested_session_id) {
+    const std::string& requested = *options_.requested_session_id;
+    type = message_type::session_resumed;
+    c["requested_session_id"] = requested;
+    c["resume"] = !requested.empty() && session_id_ == requested ? "resumed" : "restarted";
+  }
+  out.push_back(message{type, std::move(c)});
+}
+
+void mapper_core::ensure_session(std::vector<message>& out) {
+  if (session_emitted_) return;
+  session_emitted_ = true;
+  if (session_id_.empty() && options_.requested_session_id) session_id_ = *options_.requested_session_id;
+  json c = {{"session_id", session_id_}, {"agent", options_.agent}, {"synthesized", true}};
+  if (!model.empty()) c["model"] = model;
+  out.push_back(message{message_type::session_started, std::move(c)});
+}
+
+void mapper_core::set_session_id(std::string_view id) {
+  if (!id.empty()) session_id_.assign(id);
+}
+
+void mapper_core::text(std::vector<message>& out, std::string_view delta) {
+  if (delta.empty()) return;
+  ensure_session(out);
+  // Built in place: this is the per-token path (an initializer list costs extra copies).
+  static const std::string kText = "text";
+  message& m = out.emplace_back(message{message_type::assistant, json(json::value_t::object)});
+  auto& object = m.content.get_ref<json::object_t&>();
+  object.emplace_hint(object.end(), kText, delta);
+}
+
+void mapper_core::thought(std::vector<message>& out, std::string text) {
+  if (text.empty()) return;
+  ensure_session(out);
+  out.push_back(message{message_type::assistant_thought, json{{"text", std::move(text)}}});
+}
+
+void mapper_core::status(std::vector<message>& out, std::string_view kind, std::string_view text, json extra) {
+  if (!extra.is_object()) extra = json::object();
+  extra["kind"] = std::string(kind);
+  extra["text"] = sanitize_utf8(text, kMaxStatusBytes);
+  out.push_back(message{message_type::status, std::move(extra)});
+}
+
+void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std::string_view name, json input,
+                            bool synthesized) {
+  if (closed_ids_.find(id) != closed_ids_.end() || open_tools_.find(id) != open_tools_.end()) return;
+  open_tools_.emplace(std::string(id), tool_state{std::string(name), {}});
+  tool_order_.emplace_back(id);
+  if (input.is_null()) input = json::object();
+  else if (!input.is_object()) input = json{{"value", std::move(input)}};
+  json c = {{"tool_call_id", std::string(id)}, {"name", std::string(name)}, {"input", std::move(input)}};
+  if (synthesized) c["synthesized"] = true;
+  ensure_session(out);
+  out.push_back(message{message_type::tool_call, std::move(c)});
+}
+
+void mapper_core::tool_update(std::vector<message>& out, std::string_view id, std::string_view name,
+                              std::string_view output) {
+  if (closed_ids_.find(id) != closed_ids_.end()) return;
+  auto it = open_tools_.find(id);
+  if (it == open_tools_.end()) {
+    tool_call(out, id, name, nullptr, true);
+    it = open_tools_.find(id);
+  }
+  tool_state& t = it->second;
+  if (output == t.last_output) return;  // cumulative output: only changes are reported
+  t.last_output.assign(output);
+  out.push_back(message{message_type::tool_update,
+                        json{{"tool_call_id", std::string(id)},
+                             {"name", name.empty() ? t.name : std::string(name)},
+                             {"output", std::string(output)}}});
+}
+
+void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std::string_view name, std::string text,
+                             bool is_error, json raw) {
+  if (closed_ids_.find(id) != closed_ids_.end()) return;  // a repeated result
+  auto it = open_tools_.find(id);
+  if (it == open_tools_.end()) {
+    tool_call(out, id, name, nullptr, true);  // a result for a call never announced
+    it = open_tools_.find(id);
+  }
+  const std::string tool_name = name.empty() ? it->second.name : std::string(name);
+  json c = {{"tool_call_id", std::string(id)}, {"name", tool_name}, {is_error ? "error" : "output", std::move(text)}};
+  if (!raw.is_null()) c["raw_output"] = std::move(raw);
+  out.push_back(message{is_error ? message_type::tool_failed : message_type::tool_completed, std::move(c)});
+  open_tools_.erase(it);
+  tool_order_.erase(std::remove(tool_order_.begin(), tool_order_.end(), id), tool_order_.end());
+  closed_ids_.emplace(id);
+}
+
+bool mapper_core::tool_open(std::string_view id) const { return open_tools_.find(id) != open_tools_.end(); }
+
+std::size_t mapper_core::open_tool_count() const noexcept { return open_tools_.size(); }
+
+std::string_view mapper_core::tool_name(std::string_view id) const {
+  auto it = open_tools_.find(id);
+  return it == open_tools_.end() ? std::string_view{} : std::string_view(it->second.name);
+}
+
+bool mapper_core::begin_finish() noexcept {
+  if (finish_called_) return false;
+  finish_called_ = true;
+  return true;
+}
+
+std::optional<terminal_draft> mapper_core::common_end(const run_end& end, bool agent_finished) const {
+  if (end.cancelled) return terminal_draft{.type = message_type::terminal_cancelled,
+                                           .text = "the run was cancelled by the caller"};
+  if (end.timeout)
+    return terminal_draft{.reason = std::string(transport::failure_reason::timeout),
+                          .text = options_.agent + " did not finish in time (" + *end.timeout + " timeout)",
+                          .content = {{"timeout", *end.timeout}}};
+  const bool forced_after_finish = end.stopped_after_finish && agent_finished;
+  if (!forced_after_finish && end.status && end.status->as_signaled() != nullptr) {
+    const int sig = end.status->as_signaled()->signal;
+    return terminal_draft{.reason = std::string(transport::failure_reason::signaled),
+                          .text = options_.agent + " was killed by signal " + std::to_string(sig) + " (" +
+                                  process::signal_name(sig) + ")",
+                          .content = {{"signal", sig}, {"signal_name", process::signal_name(sig)}}};
+  }
+  return std::nullopt;
+}
+
+terminal_draft mapper_core::exited_draft(const run_end& end, int code, std::string_view detail) const {
+  std::string text = options_.agent + " exited with code " + std::to_string(code);
+  if (!detail.empty()) text += "; " + std::string(detail);
+  const std::string tail = sanitize_utf8(end.stderr_tail);
+  if (const auto line = last_line(tail); !line.empty()) text += "; stderr: " + std::string(line);
+  return terminal_draft{.reason = std::string(transport::failure_reason::exited),
+                        .text = std::move(text),
+                        .content = {{"exit_code", code}}};
+}
+
+terminal_draft mapper_core::no_terminal_draft(const run_end& end, std::string_view final_event) const {
+  std::string text = saw_event ? options_.agent + "'s output ended before its final event (" +
+                                     std::string(final_event) + ")"
+                               : options_.agent + " printed no JSON event";
+  text += invalid_note();
+  const std::string tail = sanitize_utf8(end.stderr_tail);
+  if (const auto line = last_line(tail); !line.empty()) text += "; stderr: " + std::string(line);
+  return terminal_draft{.reason = std::string(transport::failure_reason::no_terminal_event), .text = std::move(text)};
+}
+
+void mapper_core::emit_terminal(std::vector<message>& out, terminal_draft d, const run_end& end) {
+  const std::string close_text = d.type == message_type::terminal_cancelled ? "the run was cancelled"
+                                 : d.type == message_type::terminal_completed
+                                     ? options_.agent + " finished without reporting this tool call's result"
+                                     : "the run ended before the tool call completed (" + d.reason + ")";
+  for (const auto& id : tool_order_) {
+    auto it = open_tools_.find(id);
+    if (it == open_tools_.end()) continue;
+    out.push_back(message{message_type::tool_failed, json{{"tool_call_id", id},
+                                                          {"name", it->second.name},
+                                                          {"error", close_text},
+                                                          {"closed_by_finish", true}}});
+    closed_ids_.insert(id);
+  }
+  open_tools_.clear();
+  tool_order_.clear();
+
+  json c = d.content.is_object() ? std::move(d.content) : json::object();
+  if (!session_id_.empty()) c["session_id"] = session_id_;
+  if (!model.empty() && !c.contains("model")) c["model"] = model;
+  if (usage.any) c["usage"] = usage.to_json();
+  if (stats_.invalid_lines > 0) {
+    c["invalid_output_lines"] = invalid_lines_json();
+    c["invalid_output_line_count"] = stats_.invalid_lines;
+  }
+  if (end.status && !end.status->is_unknown()) c["exit_status"] = end.status->to_string();
+  if (d.type == message_type::terminal_completed) {
+    c["text"] = std::move(d.text);
+  } else if (d.type == message_type::terminal_cancelled) {
+    c["text"] = std::move(d.text);
+  } else {
+    const std::string reason = d.reason.empty() ? std::string(transport::failure_reason::protocol) : d.reason;
+    c["text"] = sanitize_utf8(d.text, kMaxStatusBytes);
+    c["reason"] = reason;
+    c["stderr"] = sanitize_utf8(end.stderr_tail);
+    c["invalid_output_lines"] = invalid_lines_json();
+    if (!c.contains("retryable")) {
+      // A hint only: a kill, a timeout or output cut short after the agent started working are usually transient;
+      // a non-zero exit before any event (bad arguments, no model) and protocol errors are not.
+      c["retryable"] = reason == transport::failure_reason::timeout || reason == transport::failure_reason::signaled ||
+                       ((reason == transport::failure_reason::exited ||
+                         reason == transport::failure_reason::no_terminal_event) &&
+                        saw_event);
+    }
+  }
+  out.push_back(message{d.type, std::move(c)});
+}
+
+}  // namespace agenthost::mapper::detail

@@ -1,0 +1,157 @@
+// Internal: the bookkeeping every agent mapper shares, so that each mapper only says what its agent's events mean.
+//
+// mapper_core keeps the contract's invariants (session first, every tool.call closed exactly once, one terminal,
+// invalid lines bounded and reported) and builds the common parts of the terminal (session id, model, usage, exit
+// status, stderr, invalid lines, the retryable hint). An agent mapper owns one mapper_core and calls it; it decides
+// itself what ends a turn, what a successful run is and what its exit codes mean.
+//
+// Not thread-safe (one mapper, one thread). No I/O.
+#pragma once
+
+#include <agenthost/mapper/event_mapper.hpp>
+#include <agenthost/transport/message.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace agenthost::mapper::detail {
+
+/// Transparent hash: maps keyed by std::string looked up with a string_view.
+struct string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+/// Longest status / error text copied into a message (cut on a UTF-8 boundary).
+inline constexpr std::size_t kMaxStatusBytes = 2000;
+
+struct core_options {
+  /// Agent name in session.* `agent` and in texts ("claude exited with code 1").
+  std::string agent;
+  /// How many invalid lines are kept for `invalid_output_lines` (later ones are only counted).
+  std::size_t max_invalid_lines = 20;
+  /// Bytes kept per invalid line.
+  std::size_t max_invalid_line_bytes = 4096;
+  /// The session the caller asked to resume: the session message is then session.resumed.
+  std::optional<std::string> requested_session_id{};
+};
+
+/// Token counts summed over every model call of a run (contract `usage`).
+struct usage_sum {
+  long long input = 0, output = 0, cache_read = 0, cache_write = 0, reasoning = 0;
+  std::optional<double> cost_total{};  ///< in the agent's currency (USD), when the agent reports it
+  bool any = false;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// What a mapper decided about the end of a run, before the common fields are added.
+struct terminal_draft {
+  transport::message_type type = transport::message_type::terminal_failed;
+  /// terminal.failed `reason` (empty for completed / cancelled).
+  std::string reason{};
+  /// terminal.failed / cancelled `text`; for completed, the final answer.
+  std::string text{};
+  /// Agent-specific fields (http_status, retryable, stop_reason, error_message, truncated…); kept as given.
+  nlohmann::json content = nlohmann::json::object();
+};
+
+class mapper_core {
+ public:
+  explicit mapper_core(core_options options);
+
+  // ---- lines ---------------------------------------------------------------------------------------------------------
+  /// Counts the line; false when it carries nothing to map (finish() was called, or only whitespace).
+  bool begin_line(std::string_view line) noexcept;
+  /// Counts an oversize line and records its head as invalid.
+  void oversize_line(std::string_view head, std::size_t total_bytes);
+  void record_invalid(std::string_view line);
+  /// "; claude printed 3 line(s) of non-JSON or invalid output" (empty when there were none).
+  [[nodiscard]] std::string invalid_note() const;
+  [[nodiscard]] nlohmann::json invalid_lines_json() const;
+  [[nodiscard]] const mapper_stats& stats() const noexcept { return stats_; }
+  /// Set by the mapper when a line was a valid event (for the retryable hint and "printed no JSON event").
+  bool saw_event = false;
+
+  // ---- session -------------------------------------------------------------------------------------------------------
+  /// The agent's session header: session.started, or session.resumed when a session was requested. Ignored when a
+  /// session message was already emitted. `model` and `cwd` may be empty.
+  void session(std::vector<transport::message>& out, std::string_view session_id, std::string_view model,
+               std::string_view cwd);
+  /// A synthesized session.started (the agent printed none before content): the requested id or "".
+  void ensure_session(std::vector<transport::message>& out);
+  /// Records the session id without emitting (an id learned after the session message, e.g. from the final event).
+  void set_session_id(std::string_view id);
+  [[nodiscard]] const std::string& session_id() const noexcept { return session_id_; }
+  [[nodiscard]] bool session_emitted() const noexcept { return session_emitted_; }
+  /// The model the agent reported last (terminal `model`).
+  std::string model;
+  usage_sum usage;
+
+  // ---- content -------------------------------------------------------------------------------------------------------
+  void text(std::vector<transport::message>& out, std::string_view delta);
+  void thought(std::vector<transport::message>& out, std::string text);
+  /// status {kind, text, ...extra}; text cut at kMaxStatusBytes.
+  void status(std::vector<transport::message>& out, std::string_view kind, std::string_view text,
+              nlohmann::json extra = nlohmann::json::object());
+
+  // ---- tools ---------------------------------------------------------------------------------------------------------
+  /// tool.call once per id (a repeat, or an id already closed, is ignored). A non-object input is wrapped as
+  /// {"value": input}; null becomes {}.
+  void tool_call(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+                 nlohmann::json input, bool synthesized = false);
+  /// tool.update with the cumulative output; unchanged output is not repeated. An unknown id gets a synthesized call.
+  void tool_update(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+                   std::string_view output);
+  /// tool.completed (output) or tool.failed (error); a second close of the same id is ignored; an unknown id gets a
+  /// synthesized call first. `raw` (when not null) is kept as raw_output. An empty name uses the call's name.
+  void tool_close(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+                  std::string text, bool is_error, nlohmann::json raw = nullptr);
+  [[nodiscard]] bool tool_open(std::string_view id) const;
+  [[nodiscard]] std::size_t open_tool_count() const noexcept;
+  /// The name a known call was announced with (empty when unknown).
+  [[nodiscard]] std::string_view tool_name(std::string_view id) const;
+
+  // ---- terminal ------------------------------------------------------------------------------------------------------
+  [[nodiscard]] bool finish_called() const noexcept { return finish_called_; }
+  /// Marks finish() as called; false when it already was (finish is idempotent).
+  bool begin_finish() noexcept;
+  /// The causes every agent reads the same way: the caller cancelled → cancelled; a watchdog → failed/timeout; a
+  /// signal (unless the provider stopped an agent that had already finished) → failed/signaled. nullopt: the mapper
+  /// decides from the agent's events and exit code.
+  [[nodiscard]] std::optional<terminal_draft> common_end(const run_end& end, bool agent_finished) const;
+  /// failed/exited for a non-zero exit code `code`, with the last stderr line in the text.
+  [[nodiscard]] terminal_draft exited_draft(const run_end& end, int code, std::string_view detail = {}) const;
+  /// failed/no_terminal_event ("claude printed no JSON event" / "…'s output ended before its final event (what)").
+  [[nodiscard]] terminal_draft no_terminal_draft(const run_end& end, std::string_view final_event) const;
+  /// Closes the open tool calls (tool.failed, closed_by_finish), adds the common fields (session_id, model, usage,
+  /// invalid lines, exit_status; for failed: stderr, invalid_output_lines, the default retryable hint) and appends the
+  /// terminal. Agent-specific fields (stop_reason, stopped_after_finish, truncated…) go in draft.content.
+  void emit_terminal(std::vector<transport::message>& out, terminal_draft draft, const run_end& end);
+
+  [[nodiscard]] const core_options& options() const noexcept { return options_; }
+
+ private:
+  struct tool_state {
+    std::string name;
+    std::string last_output;
+  };
+  core_options options_;
+  mapper_stats stats_;
+  std::vector<std::string> invalid_lines_;
+  std::string session_id_;
+  bool session_emitted_ = false;
+  bool finish_called_ = false;
+  std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>> open_tools_;
+  std::vector<std::string> tool_order_;  // open calls in call order, for closing at finish
+  // Ids of closed calls: a repeated result or update of such a call is ignored. O(calls), not O(bytes).
+  std::unordered_set<std::string, string_hash, std::equal_to<>> closed_ids_;
+};
+
+}  // namespace agenthost::mapper::detail
