@@ -31,7 +31,9 @@ struct known_agent {
 const known_agent known_agents[] = {
     {"pi",
      [](asio::io_context& io, const parsed& p, asio::cancellation_slot slot, done_fn done) {
-       auto o = providers::probe_options_for(p.pi);
+       auto pi = p.pi;
+       pi.log = p.log;
+       auto o = providers::probe_options_for(pi);
        o.timeout = p.probe_timeout;
        providers::async_probe_pi(io.get_executor(), std::move(o), asio::bind_cancellation_slot(slot, std::move(done)));
      }},

@@ -1,11 +1,11 @@
 // agenthost — run a coding agent, map a recorded transcript, replay one through the full provider path, or check
 // which agents are usable (doctor).
+#include "agents.hpp"
 #include "doctor.hpp"
 #include "options.hpp"
 #include "render.hpp"
 
 #include <agenthost/process/line_framer.hpp>
-#include <agenthost/providers/pi.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -74,7 +74,7 @@ int map_file(const cli::parsed& p, cli::renderer& render) {
     }
     in = &file;
   }
-  auto mapper = providers::make_pi_mapper(p.pi);
+  auto mapper = cli::find_agent(p.agent)->make_mapper(p);
   std::vector<transport::message> out;
   process::line_framer framer;
   auto on_line = [&](const process::line_view& l) {
@@ -117,28 +117,28 @@ int main(int argc, char** argv) {
     return 0;
   }
   cli::renderer render(!p.json_output && ::isatty(STDOUT_FILENO) == 1);
-  p.pi.log = make_logger(p.verbose);
+  p.log = make_logger(p.verbose);
   try {
     switch (p.cmd) {
       case cli::command::map: return map_file(p, render);
       case cli::command::doctor: return cli::run_doctor(p, !p.json_output && ::isatty(STDOUT_FILENO) == 1);
       case cli::command::run:
         return run_with_signals(render, [&](asio::io_context& io, asio::cancellation_slot slot, auto done) {
-          providers::async_run_pi(io.get_executor(), p.pi, p.prompt, std::ref(render),
-                                  asio::bind_cancellation_slot(slot, [done](boost::system::error_code,
-                                                                            transport::message t) { done(t); }));
+          cli::find_agent(p.agent)->run(io, p, std::ref(render), slot,
+                                        [done](boost::system::error_code, transport::message t) { done(t); });
         });
       case cli::command::replay: {
         // The recorded transcript goes through a real child process and the whole provider path.
+        const auto* agent = cli::find_agent(p.agent);
         std::vector<std::string> args = {"replay", std::filesystem::absolute(p.file).string()};
         if (p.replay_delay_ms > 0) args.insert(args.end(), {"--delay-ms", std::to_string(p.replay_delay_ms)});
         process::spawn_options spawn{.executable = find_fake_agent(p.fake_agent),
                                      .args = args,
                                      .stdin_mode = process::stdin_kind::null,
-                                     .log = p.pi.log};
+                                     .log = p.log};
         return run_with_signals(render, [&](asio::io_context& io, asio::cancellation_slot slot, auto done) {
-          providers::async_run_agent(io.get_executor(), std::move(spawn), providers::make_pi_mapper(p.pi), p.pi.run,
-                                     std::ref(render),
+          providers::async_run_agent(io.get_executor(), std::move(spawn), agent->make_mapper(p),
+                                     agent->replay_run_options(p), std::ref(render),
                                      asio::bind_cancellation_slot(slot, [done](boost::system::error_code,
                                                                                transport::message t) { done(t); }));
         });

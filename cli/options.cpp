@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include "agents.hpp"
 #include "doctor.hpp"
 
 #include <agenthost/process/exit_status.hpp>
@@ -15,13 +16,15 @@ namespace agenthost::cli {
 
 const char* const usage_text =
     "usage:\n"
-    "  agenthost run --agent pi [--executable PATH] [--model M] [--provider P] [--cwd DIR] [--session ID]\n"
-    "                [--no-session] [--tools a,b] [--thinking buffered|stream] [--thinking-level L]\n"
-    "                [--timeout D] [--idle-timeout D] [--first-event-timeout D] [--arg ARG]... [--json] [--] PROMPT...\n"
-    "  agenthost map --agent pi [--exit-code N | --exit-signal SIG] [FILE]\n"
-    "  agenthost replay --agent pi [--delay-ms N] [--fake-agent PATH] FILE\n"
+    "  agenthost run --agent AGENT [--executable PATH] [--model M] [--cwd DIR] [--session ID]\n"
+    "                [--thinking buffered|stream] [--timeout D] [--idle-timeout D] [--first-event-timeout D]\n"
+    "                [--arg ARG]... [--json] [--] PROMPT...\n"
+    "      pi only: [--provider P] [--no-session] [--tools a,b] [--thinking-level L]\n"
+    "  agenthost map --agent AGENT [--exit-code N | --exit-signal SIG] [FILE]\n"
+    "  agenthost replay --agent AGENT [--delay-ms N] [--fake-agent PATH] FILE\n"
     "  agenthost doctor [--agent NAME]... [--executable PATH] [--timeout D] [--json]\n"
     "\n"
+    "AGENT: pi, claude, codex or gemini.\n"
     "Streams normalized messages as JSONL on stdout (a readable rendering on a terminal unless --json); logs on\n"
     "stderr. Durations: 500ms, 30s, 2m. Exit codes: 0 completed, 1 failed, 2 usage error, 130 cancelled.\n"
     "doctor: which agents are installed and usable (a table on a terminal, else one JSON array); exit 0 when every\n"
@@ -124,21 +127,23 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
       p.probe_timeout = *d;
     } else if ((p.cmd == command::run || p.cmd == command::doctor) && name == "--executable") {
       AH_VALUE();
-      p.pi.executable = val;
+      p.common.executable = val;
     } else if (p.cmd == command::run && name == "--model") {
       AH_VALUE();
-      p.pi.model = val;
+      p.common.model = val;
     } else if (p.cmd == command::run && name == "--provider") {
       AH_VALUE();
       p.pi.provider = val;
+      p.pi_only_flags.push_back(name);
     } else if (p.cmd == command::run && name == "--cwd") {
       AH_VALUE();
-      p.pi.working_directory = val;
+      p.common.cwd = val;
     } else if (p.cmd == command::run && name == "--session") {
       AH_VALUE();
-      p.pi.session_id = val;
+      p.common.session = val;
     } else if (p.cmd == command::run && name == "--no-session") {
       p.pi.no_session = true;
+      p.pi_only_flags.push_back(name);
     } else if (p.cmd == command::run && name == "--tools") {
       AH_VALUE();
       std::vector<std::string> tools;
@@ -150,25 +155,27 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
         b = e + 1;
       }
       p.pi.tools = tools;
+      p.pi_only_flags.push_back(name);
     } else if (p.cmd == command::run && name == "--thinking") {
       AH_VALUE();
-      if (val == "buffered") p.pi.thinking_output = mapper::thinking_mode::buffered;
-      else if (val == "stream") p.pi.thinking_output = mapper::thinking_mode::stream;
+      if (val == "buffered") p.common.thinking = mapper::thinking_mode::buffered;
+      else if (val == "stream") p.common.thinking = mapper::thinking_mode::stream;
       else return "--thinking takes buffered or stream, not '" + val + "'";
     } else if (p.cmd == command::run && name == "--thinking-level") {
       AH_VALUE();
       p.pi.thinking_level = val;
+      p.pi_only_flags.push_back(name);
     } else if (p.cmd == command::run &&
                (name == "--timeout" || name == "--idle-timeout" || name == "--first-event-timeout")) {
       AH_VALUE();
       auto d = parse_duration(val);
       if (!d) return "invalid duration '" + val + "' for " + name;
-      if (name == "--timeout") p.pi.run.deadline = d;
-      else if (name == "--idle-timeout") p.pi.run.idle_timeout = d;
-      else p.pi.run.first_event_timeout = d;
+      if (name == "--timeout") p.common.deadline = d;
+      else if (name == "--idle-timeout") p.common.idle_timeout = d;
+      else p.common.first_event_timeout = d;
     } else if (p.cmd == command::run && name == "--arg") {
       AH_VALUE();
-      p.pi.extra_args.push_back(val);
+      p.common.extra_args.push_back(val);
     } else if (p.cmd == command::map && name == "--exit-code") {
       AH_VALUE();
       char* end = nullptr;
@@ -197,12 +204,15 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
     if (!positional.empty()) return std::string("doctor takes no arguments");
     for (const auto& a : p.agents)
       if (!doctor_knows(a)) return "unknown agent '" + a + "' (known: " + doctor_agent_names() + ")";
-    if (p.pi.executable != providers::pi_options{}.executable && p.agents.size() != 1)
+    if (!p.common.executable.empty() && p.agents.size() != 1)
       return std::string("--executable needs exactly one --agent");
+    if (!p.common.executable.empty()) p.pi.executable = p.common.executable;
     return p;
   }
-  if (p.agent.empty()) return std::string("--agent is required (supported: pi)");
-  if (p.agent != "pi") return "unsupported agent '" + p.agent + "' (supported: pi)";
+  if (p.agent.empty()) return "--agent is required (supported: " + agent_names() + ")";
+  if (find_agent(p.agent) == nullptr) return "unsupported agent '" + p.agent + "' (supported: " + agent_names() + ")";
+  if (p.agent != "pi" && !p.pi_only_flags.empty())
+    return p.pi_only_flags.front() + " is a pi option; agent '" + p.agent + "' does not take it";
   if (p.exit_code && p.exit_signal) return std::string("--exit-code and --exit-signal exclude each other");
   if (p.cmd == command::run) {
     if (positional.empty()) return std::string("missing PROMPT");

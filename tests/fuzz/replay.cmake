@@ -15,10 +15,10 @@ foreach(t IN LISTS agenthost_fuzz_targets)
   add_executable(${exe} ${AGENTHOST_FUZZ_DIR}/${t}.cpp ${AGENTHOST_FUZZ_DIR}/replay_main.cpp)
   target_link_libraries(${exe} PRIVATE agenthost::mapper agenthost::transport agenthost_build_flags)
   if(t STREQUAL "fuzz_cli_options")
-    # options.cpp, and doctor.cpp where options.cpp uses it (the agent names of `agenthost doctor`).
+    # options.cpp, and doctor.cpp and agents.cpp, which options.cpp uses (the agent names).
     target_sources(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/cli/options.cpp)
     if(EXISTS ${PROJECT_SOURCE_DIR}/cli/doctor.cpp)
-      target_sources(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/cli/doctor.cpp)
+      target_sources(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/cli/doctor.cpp ${PROJECT_SOURCE_DIR}/cli/agents.cpp)
     endif()
     target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/cli)
     target_link_libraries(${exe} PRIVATE agenthost::providers)
