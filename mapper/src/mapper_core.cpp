@@ -6,6 +6,19 @@
 
 #include <algorithm>
 
+namespace agenthost::mapper {
+
+bool append_to_last_text(std::vector<transport::message>& out, std::string_view text) {
+  if (out.empty() || out.back().type != transport::message_type::assistant) return false;
+  auto& object = out.back().content.get_ref<nlohmann::json::object_t&>();
+  const auto it = object.find("text");
+  if (it == object.end() || !it->second.is_string()) return false;
+  it->second.get_ref<std::string&>().append(text);
+  return true;
+}
+
+}  // namespace agenthost::mapper
+
 namespace agenthost::mapper::detail {
 
 using nlohmann::json;
@@ -94,6 +107,7 @@ void mapper_core::set_session_id(std::string_view id) {
 void mapper_core::text(std::vector<message>& out, std::string_view delta) {
   if (delta.empty()) return;
   ensure_session(out);
+  if (options_.merge_adjacent_text && append_to_last_text(out, delta)) return;
   // Built in place: this is the per-token path (an initializer list costs extra copies).
   static const std::string kText = "text";
   message& m = out.emplace_back(message{message_type::assistant, json(json::value_t::object)});

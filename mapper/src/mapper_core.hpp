@@ -41,6 +41,8 @@ struct core_options {
   std::size_t max_invalid_line_bytes = 4096;
   /// The session the caller asked to resume: the session message is then session.resumed.
   std::optional<std::string> requested_session_id{};
+  /// text(): append to an `assistant` message at the end of the output vector instead of adding one.
+  bool merge_adjacent_text = false;
 };
 
 /// Token counts summed over every model call of a run (contract `usage`).

@@ -235,6 +235,7 @@ struct pi_mapper::impl {
     if (text.empty()) return;
     ensure_session(out);
     message_visible.append(text);
+    if (options.merge_adjacent_text && append_to_last_text(out, text)) return;
     // Built in place (an initializer list costs extra copies on this per-token path): the message, then its one
     // member, whose key is copied from a static string (no strlen) and whose value is built from the view.
     static const std::string kText = "text";

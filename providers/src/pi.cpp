@@ -192,7 +192,9 @@ spawn_request pi_spawn_options(const pi_options& o, std::string_view prompt) {
 
 std::unique_ptr<mapper::event_mapper> make_pi_mapper(const pi_options& o) {
   return std::make_unique<mapper::pi_mapper>(
-      mapper::pi_mapper_options{.thinking = o.thinking_output, .requested_session_id = o.session_id});
+      mapper::pi_mapper_options{.thinking = o.thinking_output,
+                                .requested_session_id = o.session_id,
+                                .merge_adjacent_text = true});
 }
 
 transport::message run_pi(const pi_options& options, std::string_view prompt, const message_handler& on_message) {

@@ -233,7 +233,16 @@ TEST_F(BadInput, CrlfLineEndingsMapLikeLf) {
   auto r = measured("crlf", fake({"crlf", "replay", file("crlf", join(transcript_lines(), "\r\n"))}), 16 * MiB);
   expect_completed_tool_turn(r);
   EXPECT_EQ(r.invalid_count(), 0u) << "the fake agent's crlf lines are valid events of an unknown type";
-  EXPECT_EQ(r.messages, lf.messages);
+  // The provider merges the text deltas that arrive in one read, so compare with adjacent deltas merged.
+  const auto merged = [](const std::vector<message>& in) {
+    std::vector<message> out;
+    for (const auto& m : in)
+      if (!(m.type == message_type::assistant &&
+            mapper::append_to_last_text(out, m.content.at("text").get_ref<const std::string&>())))
+        out.push_back(m);
+    return out;
+  };
+  EXPECT_EQ(merged(r.messages), merged(lf.messages));
 }
 
 TEST_F(BadInput, BomMidStreamIsAnInvalidLineBomAtStartIsStripped) {

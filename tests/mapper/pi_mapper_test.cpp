@@ -405,6 +405,30 @@ TEST(PiMapper, StreamModeReleasesThinkingAsEachBlockCompletes) {
             (std::vector<std::string>{"The user wants me to run echo."}));
 }
 
+TEST(PiMapper, MergeAdjacentTextJoinsTheDeltasOfOneBatchOnly) {
+  const auto lines = read_lines(fixture_path(kToolTurn));
+  // The whole transcript in one batch (one output vector): the two deltas of the answer become one message.
+  pi_mapper merging({.thinking = thinking_mode::stream, .merge_adjacent_text = true});
+  std::vector<message> out;
+  for (const auto& l : lines) merging.on_line(l, out);
+  merging.finish({.status = process::exited{0}}, out);
+  EXPECT_EQ(type_names(out), (std::vector<std::string>{"session.started", "assistant.thought", "tool.call",
+                                                       "tool.update", "tool.completed", "assistant",
+                                                       "terminal.completed"}));
+  EXPECT_EQ(texts(out, message_type::assistant), (std::vector<std::string>{"The command printed `hello`."}));
+  EXPECT_EQ(transport::check_run(out), std::vector<std::string>{});
+  // One line per batch (the caller empties its vector between lines): nothing to merge, nothing held back.
+  pi_mapper per_line({.thinking = thinking_mode::stream, .merge_adjacent_text = true});
+  std::vector<message> all;
+  for (const auto& l : lines) {
+    std::vector<message> batch;
+    per_line.on_line(l, batch);
+    all.insert(all.end(), batch.begin(), batch.end());
+  }
+  per_line.finish({.status = process::exited{0}}, all);
+  EXPECT_EQ(all, run_mapper(lines, {.thinking = thinking_mode::stream}));
+}
+
 TEST(PiMapper, BufferedThinkingIsReleasedWhenTheStreamIsCutShort) {
   auto lines = read_lines(fixture_path(kToolTurn));
   lines.resize(12);  // ends inside the first assistant message, after its thinking_end

@@ -46,6 +46,10 @@ struct run_end {
   bool stopped_after_finish = false;
 };
 
+/// If the last message of `out` is an `assistant` message, appends `text` to it and returns true; otherwise false.
+/// For mappers that merge the text deltas of one batch of lines (an option of each mapper).
+bool append_to_last_text(std::vector<transport::message>& out, std::string_view text);
+
 /// Counters a mapper keeps; useful for diagnostics and benchmarks.
 struct mapper_stats {
   std::size_t lines = 0;          ///< lines fed

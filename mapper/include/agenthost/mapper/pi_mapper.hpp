@@ -49,6 +49,11 @@ struct pi_mapper_options {
   /// content or a single delta) holds the previous turn's whole text and more. Text generated in deltas — even when
   /// it repeats the previous text — and a message that merely begins like the previous one are emitted whole.
   bool dedupe_replayed_text = true;
+  /// Append a text delta to the `assistant` message at the end of the output vector, when there is one, instead of
+  /// adding another message: the deltas of one batch of lines become one message (same concatenated text; fewer
+  /// messages to build and hand on). Only the caller's vector is looked at, so deltas are never held back. Default:
+  /// false (one message per delta); the providers turn it on, since they map a whole read at a time.
+  bool merge_adjacent_text = false;
 };
 
 class pi_mapper final : public event_mapper {
