@@ -25,6 +25,7 @@
 //
 // Exit status: 0; 1 when any run failed; with --strict also 1 when a target is missed; 2 usage; 130 interrupted.
 #include <agenthost/process/child.hpp>
+#include <agenthost/process/spawn_server.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -588,6 +589,20 @@ int find_spawn_server() {
   return found;
 }
 
+/// Waits (polling /proc, bounded) until this process's spawn server runs and has a child: its idle reaper.
+bool server_has_idle_reaper(std::chrono::milliseconds timeout) {
+  const auto deadline = clk::now() + timeout;
+  while (clk::now() < deadline) {
+    if (const int server = find_spawn_server(); server > 0) {
+      std::ifstream children("/proc/" + std::to_string(server) + "/task/" + std::to_string(server) + "/children");
+      int child = 0;
+      if (children >> child && child > 0) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return false;
+}
+
 /// SIGKILLs the spawn server and waits (≤ 5 s) until it is dead, so that the next spawn starts a new one.
 void kill_spawn_server() {
   const int pid = find_spawn_server();
@@ -606,11 +621,26 @@ struct first_line_variant {
   ap::containment_kind mode;
   bool reaper_server = true;
   bool fresh_server = false;  // kill the spawn server before the run: the timed spawn starts a new one
+  bool prestart = false;      // after that kill, prestart_spawn_server() (untimed) before the timed spawn
+  bool prestart_settled = false;  // … and wait (untimed) until the server has forked its first idle reaper
 };
 
 /// Library: child::spawn → the async_read_lines handler with the first line. Returns ms or nullopt (recorded).
 std::optional<double> lib_first_line(bench_env& env, const first_line_variant& v, samples& s) {
   if (v.fresh_server) kill_spawn_server();  // untimed
+  // Untimed, as a host's start-up would do it. Without `prestart_settled` the timed spawn follows at once (the server
+  // may still be starting and forking its first idle reaper: the worst case, a host that spawns right after
+  // prestarting); with it, the server is ready (a host that prestarted at its start-up, before its first agent).
+  if (v.prestart) {
+    if (auto r = ap::prestart_spawn_server(kReaper); !r) {
+      s.fail("prestart_spawn_server: " + r.error().message);
+      return std::nullopt;
+    }
+    if (v.prestart_settled && !server_has_idle_reaper(2s)) {
+      s.fail("the prestarted server forked no idle reaper within 2 s");
+      return std::nullopt;
+    }
+  }
   const auto t0 = clk::now();
   auto c = ap::child::spawn(env.io.get_executor(), {.executable = kFakeAgent,
                                                     .args = {"stdout", "x"},
@@ -667,6 +697,8 @@ void first_line_scenario(const config& cfg, bench_env& env, std::vector<row>& ta
       variants.push_back({"reaper, exec per agent", mode, false, false});
       variants.push_back({"reaper, server (steady)", mode, true, false});
       variants.push_back({"reaper, server (first spawn)", mode, true, true});
+      variants.push_back({"reaper, server (first spawn right after prestart)", mode, true, true, true});
+      variants.push_back({"reaper, server (first spawn, prestarted)", mode, true, true, true, true});
     } else {
       variants.push_back({mode_name(mode), mode});
     }

@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 #include <agenthost/process/child.hpp>
+#include <agenthost/process/spawn_server.hpp>
 
 #include <spawn.h>
 #include <sys/syscall.h>
@@ -136,6 +137,39 @@ TEST_F(SpawnServer, EveryAgentsReaperIsForkedByOneServer) {
   boost::system::error_code ec;
   EXPECT_TRUE(stop(a, ec).survivors.empty());
   EXPECT_TRUE(stop(b, ec).survivors.empty());
+}
+
+TEST_F(SpawnServer, PrestartStartsTheServerBeforeTheFirstSpawn) {
+  for (int pid : our_servers()) ASSERT_TRUE(kill_and_wait(pid));
+  ASSERT_TRUE(eventually([] { return our_servers().empty(); }));
+  ASSERT_TRUE(prestart_spawn_server(AGENTHOST_REAPER));
+  ASSERT_TRUE(eventually([] { return our_servers().size() == 1u; })) << our_servers().size() << " servers";
+  const int server = our_servers().front();
+  ASSERT_TRUE(prestart_spawn_server(AGENTHOST_REAPER)) << "a second call finds it running";
+  EXPECT_EQ(our_servers(), std::vector<int>{server});
+  // The first spawn after it already takes a reaper the server forked.
+  auto a = spawn({"ready", "never-exit"});
+  ASSERT_TRUE(read_until_line(io, a, "ready"));
+  EXPECT_EQ(parent_of(parent_of(a.pid())), server) << cmdline(parent_of(parent_of(a.pid())));
+  boost::system::error_code ec;
+  EXPECT_TRUE(stop(a, ec).survivors.empty());
+}
+
+TEST_F(SpawnServer, PrestartErrorsAreSpecific) {
+  auto missing = prestart_spawn_server("/nonexistent/agenthost-reaper");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, agenthost::errc::reaper_not_found);
+  EXPECT_NE(missing.error().message.find("/nonexistent/agenthost-reaper"), std::string::npos);
+  ensure_server();
+  char tmpl[] = "/tmp/agenthost-reaper-link-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string link = dir + "/agenthost-reaper";
+  std::filesystem::create_symlink(AGENTHOST_REAPER, link);
+  auto other = prestart_spawn_server(link);
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, agenthost::errc::spawn_failed);
+  EXPECT_NE(other.error().message.find("another reaper path"), std::string::npos) << other.error().message;
 }
 
 TEST_F(SpawnServer, ExecPathWhenDisabled) {
