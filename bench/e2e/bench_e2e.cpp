@@ -564,7 +564,8 @@ void latency(const config& cfg, report& rep) {
 
 struct agent_state {
   std::optional<agenthost::process::child> child;
-  agenthost::mapper::pi_mapper mapper;
+  // As the provider maps: a whole read at a time, the text deltas of one read merged into one message.
+  agenthost::mapper::pi_mapper mapper{{.merge_adjacent_text = true}};
   std::vector<agenthost::transport::message> out;
   std::vector<std::pair<std::int64_t, std::int64_t>> samples;  // (line index or bytes before the line, receipt ns)
   std::uint64_t lines = 0, bytes = 0;
@@ -762,17 +763,15 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
           ++a->lines;
           a->samples.emplace_back(synthetic ? parse_index(l.text) : static_cast<std::int64_t>(a->bytes), now);
           a->bytes += l.total_bytes + 1;
-          if (map) {
-            a->mapper.on_line(l.text, a->out);
-            // A real consumer: count the messages and touch their text.
-            for (const auto& m : a->out) {
-              ++a->messages;
-              if (const auto it = m.content.find("text"); it != m.content.end() && it->is_string())
-                a->text_bytes += it->get_ref<const std::string&>().size();
-            }
-            a->out.clear();
-          }
+          if (map) a->mapper.on_line(l.text, a->out);
         }
+        // A real consumer: count the messages of the read and touch their text.
+        for (const auto& m : a->out) {
+          ++a->messages;
+          if (const auto it = m.content.find("text"); it != m.content.end() && it->is_string())
+            a->text_bytes += it->get_ref<const std::string&>().size();
+        }
+        a->out.clear();
         a->read();
       });
     };
@@ -849,8 +848,8 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
   rep.add("### Scale (K agents × 1 MB/s on one io_context thread)");
   rep.add("");
   rep.add("Each agent streams 1 MB/s for " + fmt(cfg.scale_seconds, 1) +
-          " s in ≤ 1 ms batches, reaper containment; every line through child::async_read_lines and a pi_mapper whose "
-          "messages are consumed (counted, their text size read). Content `synthetic`: fake_agent `rate 1000000 "
+          " s in ≤ 1 ms batches, reaper containment; every line through child::async_read_lines and a pi_mapper (a read at a time, adjacent text deltas "
+          "merged, as the provider maps) whose messages are consumed (counted, their text size read). Content `synthetic`: fake_agent `rate 1000000 "
           "--lines-of 100` (9,901 lines/s of 100-byte `{\"type\":\"rate\",…}` lines the mapper does not map); other "
           "contents: `rate 1000000 --file F`, the lines of a generated pi transcript F, cycled. Host CPU: "
           "getrusage(RUSAGE_SELF) over a steady-state window (1 s after the last spawn → 0.7 s before the end). Delay: "
