@@ -4,6 +4,7 @@
 
 #include "detail/reaper_protocol.hpp"
 #include "detail/unique_fd.hpp"
+#include "linux/exec_limits.hpp"
 #include "linux/pipe_size.hpp"
 #include "linux/proc_tree.hpp"
 #include "linux/reaper_server.hpp"
@@ -878,6 +879,11 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
     tree_token = std::string("AGENTHOST_TREE_TOKEN=") + hex;
     req.envp.push_back(tree_token);
   }
+  // The strictest exec on the way is the reaper's (its own arguments come in front of the agent's): checked here so
+  // that a refused command line is a specific error before anything is spawned.
+  if (auto problem = detail::check_exec_limits(req.argv, req.envp, mode == containment_kind::reaper ? 6 : 1,
+                                               4096 + 64 + 2 * (exe->native().size() + 1)))
+    return spawn_error{make_error_code(errc::argument_list_too_long), *problem};
   req.stdin_fd = in_child.get();
   req.stdout_fd = out_w.get();
   req.stderr_fd = err_w.get();

@@ -22,12 +22,31 @@ class category final : public boost::system::error_category {
       case errc::not_running: return "the agent is not running";
       case errc::operation_in_progress: return "an operation of this kind is already in progress";
       case errc::stop_incomplete: return "processes of the agent's tree survived the stop";
+      case errc::argument_list_too_long: return "the command line or environment exceeds the kernel's exec limits";
     }
     return "unknown agenthost error " + std::to_string(ev);
   }
 };
 
 }  // namespace
+
+const char* errc_name(errc e) noexcept {
+  switch (e) {
+    case errc::executable_not_found: return "executable_not_found";
+    case errc::executable_not_executable: return "executable_not_executable";
+    case errc::working_directory_not_found: return "working_directory_not_found";
+    case errc::spawn_failed: return "spawn_failed";
+    case errc::reaper_not_found: return "reaper_not_found";
+    case errc::reaper_failed: return "reaper_failed";
+    case errc::stdin_closed: return "stdin_closed";
+    case errc::stdin_not_piped: return "stdin_not_piped";
+    case errc::not_running: return "not_running";
+    case errc::operation_in_progress: return "operation_in_progress";
+    case errc::stop_incomplete: return "stop_incomplete";
+    case errc::argument_list_too_long: return "argument_list_too_long";
+  }
+  return "unknown";
+}
 
 const boost::system::error_category& error_category() noexcept {
   static const category instance;

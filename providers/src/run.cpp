@@ -11,13 +11,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <exception>
-
-extern char** environ;
 
 namespace agenthost::providers {
 
@@ -34,58 +29,6 @@ message start_failed_message(const std::string& text, const std::string& code_na
            {"stderr", ""},
            {"invalid_output_lines", nlohmann::json::array()},
            {"retryable", false}}};
-}
-
-std::optional<std::string> check_argument_limits(const process::spawn_options& spawn) {
-  const long page = ::sysconf(_SC_PAGESIZE);
-  const std::size_t max_string = 32 * static_cast<std::size_t>(page > 0 ? page : 4096);  // MAX_ARG_STRLEN
-  // The kernel's bprm_stack_limits(): min(RLIMIT_STACK / 4, 3/4 of 8 MiB), at least 128 KiB (ARG_MAX).
-  std::size_t max_total = std::size_t{6} << 20;
-  if (rlimit rl{}; ::getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-    max_total = std::min<std::size_t>(max_total, static_cast<std::size_t>(rl.rlim_cur / 4));
-  max_total = std::max<std::size_t>(max_total, std::size_t{128} << 10);
-  auto too_long = [&](const std::string& what, std::size_t size) {
-    return what + " is " + std::to_string(size) + " bytes; Linux limits one argument or environment string to " +
-           std::to_string(max_string - 1) + " bytes (MAX_ARG_STRLEN = " + std::to_string(max_string) +
-           " with its NUL): execve would fail with E2BIG";
-  };
-  // The agent's strings; under the reaper helper its own 4 arguments, its path and the executable's come on top
-  // (counted as a PATH_MAX-sized margin).
-  std::size_t total = 4096 + 64 + 2 * (spawn.executable.native().size() + 1);
-  std::size_t count = 6;
-  const std::string argv0 = spawn.argv0.value_or(spawn.executable.string());
-  if (argv0.size() + 1 > max_string) return too_long("argv[0]", argv0.size());
-  total += argv0.size() + 1;
-  for (std::size_t i = 0; i < spawn.args.size(); ++i) {
-    const auto n = spawn.args[i].size() + 1;
-    if (n > max_string) return too_long("argument " + std::to_string(i + 1), n - 1);
-    total += n;
-    ++count;
-  }
-  auto add_env = [&](std::string_view name, std::size_t size) -> std::optional<std::string> {
-    if (size + 1 > max_string) return too_long("environment variable " + std::string(name), size);
-    total += size + 1;
-    ++count;
-    return std::nullopt;
-  };
-  const auto& env = spawn.env;
-  if (env.inherit) {
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      const std::string_view kv{*e};
-      const auto name = kv.substr(0, kv.find('='));
-      if (!env.allow.empty() && std::find(env.allow.begin(), env.allow.end(), name) == env.allow.end()) continue;
-      if (std::find(env.unset.begin(), env.unset.end(), name) != env.unset.end()) continue;
-      if (env.set.contains(std::string(name))) continue;
-      if (auto p = add_env(name, kv.size())) return p;
-    }
-  }
-  for (const auto& [k, v] : env.set)
-    if (auto p = add_env(k, k.size() + 1 + v.size())) return p;
-  total += (count + 2) * sizeof(void*);
-  if (total > max_total)
-    return "the command line and environment take " + std::to_string(total) + " bytes; Linux limits them to " +
-           std::to_string(max_total) + " (a quarter of the stack limit, RLIMIT_STACK): execve would fail with E2BIG";
-  return std::nullopt;
 }
 
 namespace {
@@ -126,11 +69,6 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       deliver();
       return;
     }
-    if (auto problem = check_argument_limits(*spawn)) {
-      out_.push_back(start_failed_message(*problem, "argument_list_too_long"));
-      deliver();
-      return;
-    }
     if (options_.stdin_data && spawn->stdin_mode != process::stdin_kind::pipe) {
       out_.push_back(start_failed_message("run_options::stdin_data needs spawn_options::stdin_mode = pipe",
                                           "invalid_options"));
@@ -140,7 +78,11 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     auto c = process::child::spawn(ex_, std::move(*spawn));
     if (!c) {
       // Not an exception: the stream gets its terminal like any other run.
-      out_.push_back(start_failed_message(c.error().message, std::string(c.error().code.message())));
+      const auto& code = c.error().code;
+      out_.push_back(start_failed_message(c.error().message,
+                                          code.category() == error_category()
+                                              ? std::string(errc_name(static_cast<errc>(code.value())))
+                                              : code.message()));
       deliver();
       return;
     }

@@ -387,6 +387,50 @@ TEST(SpawnErrors, MissingExecutableNamesThePath) {
   EXPECT_EQ(zombie_children(), 0);
 }
 
+TEST(SpawnErrors, CommandLinesTheKernelWouldRefuseNameTheCulpritBeforeSpawning) {
+  asio::io_context io;
+  const int fds = open_fd_count();
+  const std::size_t max_string = 32 * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));  // MAX_ARG_STRLEN
+  const auto spawn = [&](spawn_options o) {
+    o.executable = AGENTHOST_FAKE_AGENT;
+    o.containment = containment_kind::reaper;
+    o.reaper_path = AGENTHOST_REAPER;
+    return child::spawn(io.get_executor(), std::move(o));
+  };
+  auto one = spawn({.args = {"exit", std::string(max_string, 'a')}});
+  ASSERT_FALSE(one);
+  EXPECT_EQ(one.error().code, agenthost::errc::argument_list_too_long);
+  EXPECT_STREQ(agenthost::errc_name(agenthost::errc::argument_list_too_long), "argument_list_too_long");
+  EXPECT_NE(one.error().message.find("argument 2 is " + std::to_string(max_string) + " bytes"), std::string::npos)
+      << one.error().message;
+  EXPECT_NE(one.error().message.find("MAX_ARG_STRLEN"), std::string::npos) << one.error().message;
+  auto env = spawn({.args = {"exit", "0"}, .env = {.set = {{"BIG", std::string(max_string, 'e')}}}});
+  ASSERT_FALSE(env);
+  EXPECT_NE(env.error().message.find("environment variable BIG"), std::string::npos) << env.error().message;
+  // 60 arguments of 120 KB: 7.2 MB, above any total limit (at most 6 MiB).
+  auto total = spawn({.args = std::vector<std::string>(60, std::string(120000, 't'))});
+  ASSERT_FALSE(total);
+  EXPECT_NE(total.error().message.find("RLIMIT_STACK"), std::string::npos) << total.error().message;
+  EXPECT_EQ(open_fd_count(), fds);
+  EXPECT_EQ(zombie_children(), 0);
+  // Just below the per-string limit, through the reaper: the agent runs and gets the argument intact.
+  auto ok = spawn({.args = {"stdout", std::string(max_string - 1, 'b')}});
+  ASSERT_TRUE(ok) << ok.error().message;
+  std::size_t longest = 0;
+  for (int i = 0; i < 100 && longest == 0; ++i) {
+    bool done = false;
+    ok->async_read_lines([&](boost::system::error_code ec, line_batch lines) {
+      if (!ec)
+        for (const auto& l : lines) longest = std::max(longest, l.total_bytes);
+      else
+        longest = longest == 0 ? 1 : longest;
+      done = true;
+    });
+    ASSERT_TRUE(run_until(io, [&] { return done; }));
+  }
+  EXPECT_EQ(longest, max_string - 1);
+}
+
 TEST(SpawnErrors, NonExecutableFileAndDirectory) {
   asio::io_context io;
   char tmpl[] = "/tmp/agenthost-nx-XXXXXX";

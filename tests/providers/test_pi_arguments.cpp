@@ -214,26 +214,6 @@ TEST(PiPromptDelivery, RunOptionsAndSpawnOptions) {
   EXPECT_FALSE(build_pi_command(preset, "x")) << "stdin_data is the provider's";
 }
 
-TEST(ArgumentLimits, OneArgumentEnvironmentStringOrTotalAboveTheKernelsLimit) {
-  using agenthost::process::spawn_options;
-  EXPECT_FALSE(check_argument_limits({.executable = "/bin/true", .args = {std::string(100000, 'a')}}));
-  const std::size_t max_string = 32 * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  EXPECT_FALSE(check_argument_limits({.executable = "/bin/true", .args = {std::string(max_string - 1, 'a')}}));
-  auto one = check_argument_limits({.executable = "/bin/true", .args = {"x", std::string(max_string, 'a')}});
-  ASSERT_TRUE(one);
-  EXPECT_NE(one->find("argument 2 is " + std::to_string(max_string) + " bytes"), std::string::npos) << *one;
-  EXPECT_NE(one->find("MAX_ARG_STRLEN"), std::string::npos) << *one;
-  auto env = check_argument_limits(
-      {.executable = "/bin/true", .env = {.set = {{"BIG", std::string(max_string, 'e')}}}});
-  ASSERT_TRUE(env);
-  EXPECT_NE(env->find("environment variable BIG"), std::string::npos) << *env;
-  // 60 arguments of 120 KB: 7.2 MB, above any total limit (at most 6 MiB).
-  auto total = check_argument_limits(
-      {.executable = "/bin/true", .args = std::vector<std::string>(60, std::string(120000, 't'))});
-  ASSERT_TRUE(total);
-  EXPECT_NE(total->find("RLIMIT_STACK"), std::string::npos) << *total;
-}
-
 TEST(Version, Parse) {
   EXPECT_EQ(version::parse("0.73.1"), (version{0, 73, 1}));
   EXPECT_EQ(version::parse("pi version 1.6.0\n"), (version{1, 6, 0}));

@@ -25,7 +25,12 @@ enum class errc {
   not_running,                  ///< the operation needs a running process
   operation_in_progress,        ///< another operation of the same kind is pending (e.g. two reads at once)
   stop_incomplete,              ///< the stop ran to the end but processes of the tree survived
+  argument_list_too_long,       ///< an argument, an environment string or all of them exceed the kernel's exec limits
 };
+
+/// The enumerator's name: "executable_not_found", "argument_list_too_long"… (what terminal.failed `error` carries for
+/// a start failure); "unknown" for a value that is none of them.
+[[nodiscard]] const char* errc_name(errc e) noexcept;
 
 const boost::system::error_category& error_category() noexcept;
 

@@ -5,8 +5,8 @@
 // always ends with exactly one terminal.* message after the whole process tree is gone. A provider only builds the
 // command line and picks a mapper and a stop policy (see pi.hpp).
 //
-// Single attempt: nothing here retries. A start failure is a terminal.failed message (reason start_failed), never an
-// exception. Failures carry what happened (exit status, stderr tail, invalid lines, retryable hint) so the caller's
+// Single attempt: nothing here retries. A start failure is a terminal.failed message (reason start_failed, `error` the
+// agenthost::errc name — executable_not_found, argument_list_too_long… — or invalid_options), never an exception. Failures carry what happened (exit status, stderr tail, invalid lines, retryable hint) so the caller's
 // own retry policy can decide.
 #pragma once
 
@@ -66,14 +66,6 @@ struct run_options {
   /// and rethrows, as for on_message. Default: none.
   std::function<void(std::string_view line)> on_agent_line{};
 };
-
-/// Linux's limits on a command line, which execve() enforces with E2BIG: each argument and environment string, its
-/// NUL included, at most MAX_ARG_STRLEN = 32 pages (131,072 bytes with 4 KiB pages); all argument and environment
-/// strings plus their pointers at most a quarter of the stack limit (RLIMIT_STACK / 4, capped at 6 MiB; 2 MiB with
-/// the usual 8 MiB stack). Returns a message naming the argument or variable, its size and the limit when `spawn`
-/// (with the environment it would get) exceeds one, else nullopt. async_run_agent() checks this before spawning (a
-/// terminal.failed, reason start_failed, error "argument_list_too_long").
-std::optional<std::string> check_argument_limits(const process::spawn_options& spawn);
 
 /// A command line to spawn, or why none could be built (reported as terminal.failed, reason start_failed).
 using spawn_request = boost::system::result<process::spawn_options, std::string>;
