@@ -165,7 +165,9 @@ class CodexProvider : public ::testing::Test {
     EXPECT_TRUE(run_until(io, [&] { return done; }, 30s));
     EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
     EXPECT_FALSE(r.messages.empty());
-    if (!r.messages.empty()) EXPECT_EQ(r.messages.back(), r.terminal);
+    if (!r.messages.empty()) {
+      EXPECT_EQ(r.messages.back(), r.terminal);
+    }
     EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty()) << "the run left processes behind";
     return r;
   }
