@@ -142,6 +142,21 @@ TEST(CodexMapper, AnswerFixtures) {
   }
 }
 
+TEST(CodexMapper, ResumedFixture) {
+  const auto lines = read_lines(codex_fixture("answer-resumed"));
+  const std::string thread = "01a22a80-cc6e-7280-b29e-5a6fcf7baa20";
+  const auto out = run_codex(lines, {.requested_session_id = thread});
+  expect_valid_run(out);
+  ASSERT_EQ(out.front().type, message_type::session_resumed);
+  EXPECT_EQ(out.front().content.at("resume"), "resumed");
+  EXPECT_EQ(out.front().content.at("requested_session_id"), thread);
+  EXPECT_EQ(assistant_text(out), scripted("answer").text());
+  EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
+  // Codex's running total for the thread (two turns), reported as is.
+  EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 200);
+  expect_same_in_both_modes(lines, exit0);
+}
+
 TEST(CodexMapper, CutRetryIsARetryStatusAndTheTextOnce) {
   const auto lines = read_lines(codex_fixture("cut-retry"));
   const auto s = scripted("cut-retry");

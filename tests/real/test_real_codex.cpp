@@ -333,6 +333,13 @@ TEST_F(RealCodex, AnswerWithoutToolsThenResume) {
   expect_script(again, s);
   expect_completed(again, s);
   EXPECT_EQ(last_user_head(), ("-Once more. " + std::string(prompt)).substr(0, 32));
+  EXPECT_EQ(again.events.at(0).value("thread_id", ""), thread);
+  // Recorded (codex 0.171.0): after a resume, turn.completed's usage is the thread's running total (both turns:
+  // 2 × 100 input, 2 × 15 output), not the turn's; the terminal reports what codex said.
+  ASSERT_EQ(again.raw_of_type("turn.completed").size(), 1u) << again.dump();
+  EXPECT_EQ(again.raw_of_type("turn.completed")[0]->at("usage").at("input_tokens"), 200);
+  EXPECT_EQ(again.raw_of_type("turn.completed")[0]->at("usage").at("output_tokens"), 30);
+  EXPECT_EQ(again.terminal.content.at("usage").at("input_tokens"), 200);
 }
 
 // An HTTP error (no retries configured): raw, an `error` event then `turn.failed` with the same message, exit 1;
