@@ -4,11 +4,13 @@
 
 #include "mapper_core.hpp"
 #include "ondemand_util.hpp"
+#include "raw_scan.hpp"
 #include "text_util.hpp"
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
+#include <cstdint>
 #include <cstring>
 #include <unordered_set>
 
@@ -248,6 +250,49 @@ std::optional<reconnect_notice> parse_reconnect(std::string_view m) {
   return r;
 }
 
+/// The ids of finished items. Codex numbers its items "item_0", "item_1"… within a run: those are kept as bits (no
+/// allocation or hashing per item); any other id goes to a hash set. Memory O(items).
+class id_set {
+ public:
+  /// False when `id` was already there.
+  bool insert(std::string_view id) {
+    if (const auto n = number(id)) {
+      if (*n >= bits_.size()) bits_.resize(std::max<std::size_t>(*n + 1, bits_.size() * 2));
+      if (bits_[*n]) return false;
+      bits_[*n] = true;
+      return true;
+    }
+    return others_.emplace(id).second;
+  }
+  [[nodiscard]] bool contains(std::string_view id) const {
+    if (const auto n = number(id)) return *n < bits_.size() && bits_[*n];
+    return others_.find(id) != others_.end();
+  }
+
+ private:
+  // "item_<n>" with a canonical n below 2^24, else nullopt.
+  static std::optional<std::size_t> number(std::string_view id) noexcept {
+    constexpr std::string_view prefix = "item_";
+    if (id.size() <= prefix.size() || id.size() > prefix.size() + 7 || id.substr(0, prefix.size()) != prefix)
+      return std::nullopt;
+    const std::string_view digits = id.substr(prefix.size());
+    if (digits.size() > 1 && digits.front() == '0') return std::nullopt;
+    std::size_t n = 0;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + static_cast<std::size_t>(c - '0');
+    }
+    if (n >= (std::size_t{1} << 24)) return std::nullopt;
+    return n;
+  }
+  std::vector<bool> bits_;
+  std::unordered_set<std::string, string_hash, std::equal_to<>> others_;
+};
+
+bool starts_with(const char* p, const char* end, std::string_view s) noexcept {
+  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
+}
+
 }  // namespace
 
 std::optional<int> codex_http_status(std::string_view m) noexcept {
@@ -295,7 +340,11 @@ struct codex_mapper::impl {
         core(core_options{.agent = options.agent,
                           .max_invalid_lines = options.max_invalid_lines,
                           .max_invalid_line_bytes = options.max_invalid_line_bytes,
-                          .requested_session_id = options.requested_session_id}) {}
+                          .requested_session_id = options.requested_session_id}) {
+    // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
+    [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
+    utf8 = simdjson::get_active_implementation();
+  }
 
   codex_mapper_options options;
   mapper_core core;
@@ -306,6 +355,10 @@ struct codex_mapper::impl {
   std::size_t capacity = 0;
   string_arena arena;
   x_event ev;
+  const simdjson::implementation* utf8 = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
+  std::string fast_text;     // fast path: the unescaped text / aggregated_output
+  std::string fast_command;  // fast path: the unescaped command
+  std::string fast_status;   // fast path: the status
 
   // ---- run state --------------------------------------------------------------------------------------------------
   bool finished = false;         // turn.completed / turn.failed seen since the last turn.started
@@ -319,8 +372,8 @@ struct codex_mapper::impl {
   std::string message_text;
   std::string final_text;        // the last completed agent message (terminal.completed.text)
   bool text_diverged = false;
-  // Ids of completed agent_message / reasoning items: a repeated item.completed adds nothing. O(items).
-  std::unordered_set<std::string, string_hash, std::equal_to<>> done_items;
+  // Ids of completed agent_message / reasoning / error / plan items: a repeated item.completed adds nothing.
+  id_set done_items;
   std::vector<std::string> held_thoughts;  // buffered reasoning, released when the turn ends
   std::string last_todo;                   // the last todo list reported, so an unchanged one is not repeated
 
@@ -339,8 +392,98 @@ struct codex_mapper::impl {
     }
   }
 
+  // Fast path for the lines that make up nearly all of a run, exactly as codex prints them (serde's field order):
+  //   {"type":"item.completed","item":{"id":"…","type":"agent_message"|"reasoning","text":"…"}}
+  //   {"type":"item.started"|"item.updated"|"item.completed","item":{"id":"…","type":"command_execution",
+  //    "command":"…","aggregated_output":"…","exit_code":null|<int>,"status":"…"}}
+  // It checks the UTF-8 of the whole line, every string (closed, no raw control character, valid escapes), the
+  // integer, and that nothing but whitespace follows, and unescapes the strings in the same pass — no stage 1 over
+  // the line, no second copy. Anything else (another key order, an escaped id, more fields…) returns false and the
+  // line takes the On-Demand path, which accepts a superset of these lines and yields the same event for them.
+  bool parse_fast(std::string_view line) {
+    static constexpr std::string_view head = R"({"type":"item.)";
+    static constexpr std::string_view item_key = R"(","item":{"id":)";
+    static constexpr std::string_view type_key = R"(,"type":")";
+    const char* p = line.data();
+    const char* const end = p + line.size();
+    if (!starts_with(p, end, head)) return false;
+    p += head.size();
+    event_kind kind = event_kind::unknown;
+    if (starts_with(p, end, "completed")) {
+      kind = event_kind::item_completed;
+      p += 9;
+    } else if (starts_with(p, end, "started")) {
+      kind = event_kind::item_started;
+      p += 7;
+    } else if (starts_with(p, end, "updated")) {
+      kind = event_kind::item_updated;
+      p += 7;
+    } else {
+      return false;
+    }
+    if (!starts_with(p, end, item_key)) return false;
+    p += item_key.size();
+    if (p == end || *p != '"') return false;
+    const char* id_end = nullptr;
+    bool escaped = false;
+    const char* const id_begin = p + 1;
+    p = raw::scan_string(p, end, id_end, escaped);
+    if (p == nullptr || escaped || !starts_with(p, end, type_key)) return false;
+    p += type_key.size();
+    // A string member `,"key":"…"` (or `"key":` first when `comma` is false), unescaped into `out`.
+    auto member = [&](std::string_view key_colon, std::string& out) {
+      if (!starts_with(p, end, key_colon)) return false;
+      p += key_colon.size();
+      if (p == end || *p != '"') return false;
+      out.clear();
+      p = scan_unescape_append(p, end, out);
+      return p != nullptr;
+    };
+    x_item item;
+    if (starts_with(p, end, R"(agent_message",)") || starts_with(p, end, R"(reasoning",)")) {
+      if (kind != event_kind::item_completed) return false;
+      item.type = *p == 'a' ? std::string_view("agent_message") : std::string_view("reasoning");
+      p += item.type.size() + 2;
+      if (!member(R"("text":)", fast_text)) return false;
+      item.text = fast_text;
+      item.has_text = true;
+    } else if (starts_with(p, end, R"(command_execution",)")) {
+      item.type = "command_execution";
+      p += item.type.size() + 2;
+      if (!member(R"("command":)", fast_command) || !member(R"(,"aggregated_output":)", fast_text)) return false;
+      static constexpr std::string_view exit_key = R"(,"exit_code":)";
+      if (!starts_with(p, end, exit_key)) return false;
+      p += exit_key.size();
+      if (starts_with(p, end, "null")) {
+        p += 4;
+      } else {
+        std::int64_t code = 0;
+        p = raw::parse_small_int(p, end, code);
+        if (p == nullptr || code < INT32_MIN || code > INT32_MAX) return false;
+        item.exit_code = code;
+      }
+      if (!member(R"(,"status":)", fast_status)) return false;
+      item.command = fast_command;
+      item.aggregated_output = fast_text;
+      item.status = fast_status;
+    } else {
+      return false;
+    }
+    if (end - p < 2 || p[0] != '}' || p[1] != '}' || raw::skip_ws(p + 2, end) != end) return false;
+    if (!utf8->validate_utf8(line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
+    item.id = std::string_view(id_begin, static_cast<std::size_t>(id_end - id_begin));
+    item.has_id = item.has_type = true;
+    ev.kind = kind;
+    ev.has_type = ev.has_item = true;
+    ev.wrong_type = ev.has_usage = ev.has_error_message = false;
+    ev.thread_id = ev.message = ev.error_message = {};
+    ev.item = std::move(item);
+    return true;
+  }
+
   // Fills `ev`; an error means the line is invalid.
   error_code parse(std::string_view line) {
+    if (parse_fast(line)) return simdjson::SUCCESS;
     ev = x_event{};
     if (!arena.empty()) arena.clear();
     reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
@@ -478,7 +621,7 @@ struct codex_mapper::impl {
       on_agent_message(out, completed);
     } else if (type == "reasoning") {
       if (!completed || !it.has_text) return;  // reasoning arrives whole; a partial one waits for its completion
-      if (!done_items.emplace(it.id).second) return;
+      if (!done_items.insert(it.id)) return;
       if (options.thinking == thinking_mode::stream) core.thought(out, std::string(it.text));
       else if (!it.text.empty()) held_thoughts.emplace_back(it.text);
     } else if (type == "command_execution") {
@@ -517,11 +660,11 @@ struct codex_mapper::impl {
     } else if (type == "error") {
       // A non-fatal notice (e.g. "Model metadata for `x` not found…"); a failure comes as turn.failed.
       if (ev.kind == event_kind::item_updated) return;
-      if (!done_items.emplace(it.id).second) return;
+      if (!done_items.insert(it.id)) return;
       core.status(out, "warning", it.message.empty() ? std::string_view("codex reported a warning") : it.message,
                   json{{"code", "agent_warning"}});
     } else if (type == "plan") {
-      if (!completed || !done_items.emplace(it.id).second) return;
+      if (!completed || !done_items.insert(it.id)) return;
       core.status(out, "plan", it.text);
     }
     // Other item types (collab_tool_call, future ones) are not mapped.
@@ -530,12 +673,24 @@ struct codex_mapper::impl {
   void on_agent_message(std::vector<message>& out, bool completed) {
     const x_item& it = ev.item;
     if (!it.has_text) return;  // nothing to say; a later event may carry the text
-    if (done_items.find(it.id) != done_items.end()) return;  // the same message again
+    if (done_items.contains(it.id)) return;  // the same message again
+    const std::string_view text = it.text;
+    if (completed && message_id.empty()) {
+      // The usual case: the whole message at once, nothing of it emitted before.
+      core.text(out, text);
+      done_items.insert(it.id);
+      if (text.data() == fast_text.data()) {
+        // Keep the text as the final one without copying it again; fast_text reuses the old buffer.
+        std::swap(final_text, fast_text);
+      } else {
+        final_text.assign(text);
+      }
+      return;
+    }
     if (it.id != message_id) {
       message_id.assign(it.id);
       message_text.clear();
     }
-    const std::string_view text = it.text;
     if (text.size() >= message_text.size() && text.substr(0, message_text.size()) == message_text) {
       core.text(out, text.substr(message_text.size()));
     } else {
@@ -547,7 +702,7 @@ struct codex_mapper::impl {
     }
     message_text.assign(text);
     if (completed) {
-      done_items.emplace(it.id);
+      done_items.insert(it.id);
       final_text.assign(text);
       message_id.clear();
       message_text.clear();
@@ -557,7 +712,7 @@ struct codex_mapper::impl {
   void on_command(std::vector<message>& out, bool completed) {
     const x_item& it = ev.item;
     // An item seen first as item.completed still carries its command: the call is announced with its real input.
-    core.tool_call(out, it.id, kShellTool, json{{"command", std::string(it.command)}});
+    if (!core.tool_open(it.id)) core.tool_call(out, it.id, kShellTool, json{{"command", std::string(it.command)}});
     if (!completed) {
       core.tool_update(out, it.id, kShellTool, it.aggregated_output);
       return;
@@ -569,8 +724,8 @@ struct codex_mapper::impl {
              : it.exit_code          ? "the command exited with code " + std::to_string(*it.exit_code)
                                      : "the command failed";
     }
+    // The rest of the item; its aggregated_output is the message's output (not repeated: it can be large).
     json raw = {{"command", std::string(it.command)},
-                {"aggregated_output", std::string(it.aggregated_output)},
                 {"exit_code", it.exit_code ? json(*it.exit_code) : json(nullptr)},
                 {"status", std::string(it.status)}};
     core.tool_close(out, it.id, kShellTool, std::move(text), failed, std::move(raw));

@@ -457,6 +457,59 @@ TEST(CodexMapper, OtherToolItems) {
   EXPECT_EQ(todo, (std::vector<std::string>{"[ ] a", "[x] a"}));
 }
 
+// The mapper reads codex's usual lines with a byte-level fast path and everything else with simdjson On-Demand: the
+// same lines with their keys in another order (nlohmann sorts them: "item" before "type") must give the same
+// messages.
+TEST(CodexMapper, FastPathAndOnDemandPathAgree) {
+  for (const std::string name : {"tool", "answer", "cut-retry", "http429", "long-tool", "answer-resumed"}) {
+    SCOPED_TRACE(name);
+    const auto lines = read_lines(codex_fixture(name));
+    std::vector<std::string> reordered;
+    for (const auto& l : lines) {
+      reordered.push_back(json::parse(l).dump());
+      if (l.rfind(R"({"type":"item.)", 0) == 0) {
+        EXPECT_NE(reordered.back(), l);
+      }
+    }
+    for (const auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
+      EXPECT_EQ(to_jsonl(run_codex(lines, {.thinking = mode}, exit1)),
+                to_jsonl(run_codex(reordered, {.thinking = mode}, exit1)));
+    }
+  }
+}
+
+TEST(CodexMapper, FastPathShapedButBrokenLinesAreInvalid) {
+  const std::string item = R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":)";
+  const std::vector<std::string> bad = {
+      item + "\"bad \\x escape\"}}",
+      item + "\"bad utf8 \xC3\x28\"}}",
+      item + "\"ok\"}} trailing",
+      item + "\"raw \x01 control\"}}",
+      item + "\"not closed}}",
+      R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"x","aggregated_output":"","exit_code":1.5,"status":"failed"}})",
+  };
+  for (const auto& b : bad) {
+    const auto out = run_codex({kThread, kTurn, b, agent_message("item_9", "fine"), kDone});
+    expect_valid_run(out);
+    EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 1) << b;
+    EXPECT_EQ(assistant_text(out), "fine") << b;
+    EXPECT_TRUE(of_type(out, message_type::tool_call).empty()) << b;
+  }
+  // Accepted variants: a huge exit code (read by On-Demand), an escaped id, whitespace after the object.
+  const std::vector<std::string> good = {
+      R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"x","aggregated_output":"o","exit_code":4294967296,"status":"failed"}})",
+      R"({"type":"item.completed","item":{"id":"item_\u0032","type":"command_execution","command":"x","aggregated_output":"o","exit_code":0,"status":"completed"}})",
+      R"({"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"x","aggregated_output":"o","exit_code":-1,"status":"failed"}}  )",
+  };
+  for (const auto& g : good) {
+    const auto out = run_codex({kThread, kTurn, g, kDone});
+    expect_valid_run(out);
+    EXPECT_FALSE(terminal(out).content.contains("invalid_output_lines")) << g;
+    ASSERT_EQ(of_type(out, message_type::tool_call).size(), 1u) << g;
+    EXPECT_EQ(of_type(out, message_type::tool_call)[0].content.at("tool_call_id"), "item_2") << g;
+  }
+}
+
 TEST(CodexMapper, OversizeLineIsInvalid) {
   codex_mapper m;
   std::vector<message> out;
