@@ -1,4 +1,4 @@
-// agenthost/mapper/codex_mapper.hpp — maps `codex exec --json` JSONL (Codex CLI ≥ 0.4x "thread events") to the
+// agenthost/mapper/codex_mapper.hpp — maps `codex exec --json` JSONL (thread events; checked against 0.171.0) to the
 // message contract.
 //
 //   agenthost::mapper::codex_mapper mapper{{.thinking = agenthost::mapper::thinking_mode::buffered}};

@@ -17,6 +17,7 @@
 #include <agenthost/mapper/codex_mapper.hpp>
 #include <agenthost/providers/run.hpp>
 
+#include <csignal>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
