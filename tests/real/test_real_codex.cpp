@@ -1,18 +1,29 @@
 // The real Codex CLI (`@openai/codex`, installed by scripts/install-agents.sh into .npm-agents/codex/) against the
-// scripted mock model server (tests/mockmodel/, OpenAI Responses wire). There is no Codex provider or mapper yet, so
-// the test drives `codex exec --json` through agenthost::process::child, parses its JSONL itself and checks it
-// against the script: texts, reasoning, the shell tool call and its output, the terminal event, HTTP failures, and
-// that a three-phase stop (mid-stream, during a `sleep 30` tool) leaves no process behind.
+// scripted mock model server (tests/mockmodel/, OpenAI Responses wire), run through the Codex provider
+// (providers::async_run_codex). Every scenario checks the normalized message stream against the script — exact text,
+// nothing doubled, reasoning, the shell tool call and its output, the terminal, HTTP failures classified — and, from
+// the same run (run_options::on_agent_line), the raw JSONL quirks that document codex itself. Cancellation (mid-stream,
+// during a `sleep 30` tool) must end in terminal.cancelled with no process left behind.
 //
 // Skips (naming why) when codex is not installed or python3 is missing. AGENTHOST_REAL_CODEX overrides the executable.
 // AGENTHOST_RECORD_FIXTURES=1 writes what codex printed into fixtures/codex/recorded/codex-<version>-<scenario>.jsonl.
 #include "real_cli_util.hpp"
 
+#include <agenthost/providers/codex.hpp>
+#include <agenthost/transport/contract_checker.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
 #include <gtest/gtest.h>
+
+#include <cstdint>
 
 using namespace agenthost;
 using namespace agenthost::test;
 using namespace agenthost::test::real;
+using transport::message;
+using transport::message_type;
 
 namespace {
 
@@ -31,6 +42,56 @@ std::string unavailable_reason() {
 }
 
 const char* const prompt = "Do what the scenario says.";
+
+// CRC-32 (IEEE, as Python's zlib.crc32, which the mock reports for each user message).
+std::uint32_t crc32(std::string_view bytes) {
+  std::uint32_t c = 0xFFFFFFFFU;
+  for (const char ch : bytes) {
+    c ^= static_cast<unsigned char>(ch);
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320U & (0U - (c & 1U)));
+  }
+  return c ^ 0xFFFFFFFFU;
+}
+
+// One run through the provider: the normalized messages and, from the same run, what codex printed.
+struct run_result {
+  boost::system::error_code ec;
+  std::vector<message> messages;
+  message terminal;
+  std::vector<std::string> lines;  // codex's stdout lines, as printed
+  std::vector<json> events;        // those that are JSON objects
+  std::chrono::milliseconds elapsed{};
+
+  [[nodiscard]] std::vector<const json*> raw_of_type(const std::string& type) const {
+    std::vector<const json*> out;
+    for (const auto& e : events)
+      if (e.value("type", "") == type) out.push_back(&e);
+    return out;
+  }
+  [[nodiscard]] std::vector<message> of_type(message_type t) const {
+    std::vector<message> out;
+    for (const auto& m : messages)
+      if (m.type == t) out.push_back(m);
+    return out;
+  }
+  [[nodiscard]] std::vector<std::string> texts(message_type t) const {
+    std::vector<std::string> out;
+    for (const auto& m : of_type(t)) out.push_back(m.content.at("text").get<std::string>());
+    return out;
+  }
+  [[nodiscard]] std::string assistant_text() const {
+    std::string s;
+    for (const auto& t : texts(message_type::assistant)) s += t;
+    return s;
+  }
+  [[nodiscard]] std::string dump() const {
+    std::string s = "  codex printed:\n";
+    for (const auto& l : lines) s += "    " + l + "\n";
+    s += "  messages:\n";
+    for (const auto& m : messages) s += "    " + m.to_json_line() + "\n";
+    return s;
+  }
+};
 
 class RealCodex : public real_cli_test {
  protected:
@@ -61,60 +122,90 @@ class RealCodex : public real_cli_test {
 
   // run_mark(): tool commands carry it too (codex passes its environment on). Not named *TOKEN*/*KEY*/*SECRET*:
   // shell_environment_policy's default excludes may drop such names.
-
-  // `codex exec --json --skip-git-repo-check -m <scenario> <extra…> <prompt>` (no prompt argument when it is empty).
-  process::spawn_options spawn_options(const std::string& scenario, const std::vector<std::string>& extra = {},
-                                       const std::string& prompt_arg = prompt) const {
-    std::vector<std::string> args = {"exec", "--json", "--skip-git-repo-check", "-m", scenario};
-    args.insert(args.end(), extra.begin(), extra.end());
-    if (!prompt_arg.empty()) args.push_back(prompt_arg);
-    return {.executable = codex_executable(),
-            .args = std::move(args),
-            .working_directory = work,
-            .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-                              "OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS", "RUST_LOG"},
-                    .set = {{"HOME", dir + "/home"},
-                            {"CODEX_HOME", codex_home},
-                            {"AGENTHOST_MOCK_API_KEY", "mock-key"},
-                            {"NO_PROXY", "127.0.0.1,localhost"},
-                            {"AGENTHOST_TEST_RUN", mark}}},
-            // A prompt argument plus a stdin that is not a terminal: codex reads stdin to EOF and appends it
-            // ("Reading additional input from stdin..."); an open pipe would hang it forever. /dev/null: EOF at once.
-            .stdin_mode = process::stdin_kind::null,
-            .reaper_path = AGENTHOST_REAPER};
+  providers::codex_options options(const std::string& scenario) const {
+    providers::codex_options o{
+        .executable = codex_executable(),
+        .model = scenario,
+        .working_directory = work,
+        .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                          "OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS", "RUST_LOG"},
+                .set = {{"HOME", dir + "/home"},
+                        {"CODEX_HOME", codex_home},
+                        {"AGENTHOST_MOCK_API_KEY", "mock-key"},
+                        {"NO_PROXY", "127.0.0.1,localhost"},
+                        {"AGENTHOST_TEST_RUN", mark}}},
+        .reaper_path = AGENTHOST_REAPER};
+    o.run.deadline = std::chrono::seconds(60);
+    o.run.first_event_timeout = std::chrono::seconds(30);
+    return o;
   }
 
-  cli_result run(const std::string& scenario, const std::function<bool(const cli_result&)>& stop_when = {},
-                 const std::string& record_as = {}, const std::vector<std::string>& extra = {}) {
-    return finish(scenario, run_cli(io, spawn_options(scenario, extra), stop_when), record_as);
-  }
-
-  cli_result finish(const std::string& scenario, cli_result r, const std::string& record_as = {}) {
-    expect_clean_end("codex", scenario, r, run_mark());
+  // Runs codex through async_run_codex to its end. `cancel_when` is asked after every message and every 10 ms: once
+  // it says yes, the run is cancelled through its cancellation slot. Records the raw lines as `record_as` (default:
+  // the scenario).
+  run_result run(const std::string& scenario, providers::codex_options o,
+                 const std::function<bool(const run_result&)>& cancel_when = {}, const std::string& record_as = {},
+                 const std::string& the_prompt = prompt) {
+    run_result r;
+    o.run.on_agent_line = [&r](std::string_view line) {
+      r.lines.emplace_back(line);
+      auto j = parse_line(r.lines.back());
+      if (j.is_object()) r.events.push_back(std::move(j));
+    };
+    bool done = false, cancelled = false;
+    asio::cancellation_signal sig;
+    const auto t0 = std::chrono::steady_clock::now();
+    providers::async_run_codex(
+        io.get_executor(), o, the_prompt, [&](const message& m) { r.messages.push_back(m); },
+        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
+          r.ec = ec;
+          r.terminal = std::move(t);
+          done = true;
+        }));
+    const bool finished = run_until(io, [&] {
+      if (!done && !cancelled && cancel_when && cancel_when(r)) {
+        cancelled = true;
+        sig.emit(asio::cancellation_type::terminal);
+      }
+      return done;
+    }, 90s);
+    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    EXPECT_TRUE(finished) << "the run did not end within 90 s\n" << r.dump();
+    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << r.dump();
+    if (!r.messages.empty()) {
+      EXPECT_EQ(r.messages.back(), r.terminal);
+    }
+    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
     record_fixture("codex", "codex-" + codex_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
                    r.lines, {{work, "/home/user/project"}, {dir, "/home/user"}, {mock->origin(), "http://127.0.0.1:18765"}});
+    std::cout << "[ real codex ] " << scenario << ": " << r.lines.size() << " lines from codex, " << r.messages.size()
+              << " messages, " << transport::to_string(r.terminal.type) << ", " << r.elapsed.count() << " ms\n";
     return r;
   }
+
+  run_result run(const std::string& scenario) { return run(scenario, options(scenario)); }
 
   std::string codex_home = dir + "/codex-home";
 };
 
+// ---- raw quirks (what codex prints) ------------------------------------------------------------------------------
+
 // The `text` of every completed item of `type`, in order.
-std::vector<std::string> completed_texts(const cli_result& r, const std::string& type) {
+std::vector<std::string> completed_texts(const run_result& r, const std::string& type) {
   std::vector<std::string> out;
-  for (const auto* e : r.of_type("item.completed"))
+  for (const auto* e : r.raw_of_type("item.completed"))
     if (e->at("item").value("type", "") == type) out.push_back(e->at("item").value("text", ""));
   return out;
 }
 
 // The frame every exec run has: thread.started first, a "model metadata not found" warning item (the mock's models
 // are unknown to Codex), turn.started.
-void expect_run_frame(const cli_result& r) {
+void expect_run_frame(const run_result& r) {
   ASSERT_GE(r.events.size(), 3u) << r.dump();
   EXPECT_EQ(r.lines.size(), r.events.size()) << "every stdout line is a JSON object\n" << r.dump();
   EXPECT_EQ(r.events[0].value("type", ""), "thread.started");
   EXPECT_FALSE(r.events[0].value("thread_id", "").empty());
-  ASSERT_EQ(r.of_type("turn.started").size(), 1u) << r.dump();
+  ASSERT_EQ(r.raw_of_type("turn.started").size(), 1u) << r.dump();
   for (const auto& e : r.events) {
     // exec --json streams no deltas: every message comes whole, only as item.completed.
     EXPECT_EQ(e.value("type", "").find("delta"), std::string::npos) << e.dump();
@@ -124,25 +215,46 @@ void expect_run_frame(const cli_result& r) {
   }
 }
 
-// Codex exposes reasoning summaries and assistant messages as whole items: one per scripted block, nothing doubled,
-// nothing lost.
-void expect_script(const cli_result& r, const script& s) {
+// ---- normalized stream -------------------------------------------------------------------------------------------
+
+// The session message carries codex's thread id.
+void expect_session(const run_result& r) {
+  ASSERT_FALSE(r.messages.empty());
+  ASSERT_FALSE(r.events.empty());
+  EXPECT_EQ(r.messages.front().type, message_type::session_started) << r.dump();
+  EXPECT_EQ(r.messages.front().content.value("session_id", ""), r.events[0].value("thread_id", "?"));
+  EXPECT_EQ(r.messages.front().content.value("agent", ""), "codex");
+}
+
+// Codex exposes reasoning summaries and assistant messages as whole items: one assistant message per scripted text
+// block, nothing doubled, nothing lost; the thoughts (buffered: after the text) one per thinking block.
+void expect_script(const run_result& r, const script& s) {
   EXPECT_EQ(completed_texts(r, "agent_message"), s.texts) << r.dump();
-  std::string all;
-  for (const auto& t : completed_texts(r, "agent_message")) all += t;
-  EXPECT_EQ(all, s.text());
   EXPECT_EQ(completed_texts(r, "reasoning"), s.thoughts) << r.dump();
+  EXPECT_EQ(r.texts(message_type::assistant), s.texts) << r.dump();
+  EXPECT_EQ(r.assistant_text(), s.text());
+  EXPECT_EQ(r.texts(message_type::assistant_thought), s.thoughts) << r.dump();
+}
+
+void expect_completed(const run_result& r, const script& s) {
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.dump();
+  EXPECT_EQ(r.terminal.content.at("text"), s.texts.empty() ? std::string() : s.texts.back());
+  EXPECT_EQ(r.terminal.content.value("session_id", ""), r.events.at(0).value("thread_id", "?"));
+  EXPECT_FALSE(r.terminal.content.contains("invalid_output_lines")) << r.dump();
+  EXPECT_EQ(r.terminal.content.value("exit_status", ""), "exited with code 0");
 }
 
 TEST_F(RealCodex, ToolCallWithReasoningAndANonAsciiAnswer) {
   const auto s = scripted("tool");
   auto r = run("tool");
   expect_run_frame(r);
+  expect_session(r);
   expect_script(r, s);
-  EXPECT_EQ(r.exit_code(), 0) << r.dump();
+  expect_completed(r, s);
 
-  // One command execution: started, then completed with the same id and the marker as output.
-  const auto started = r.of_type("item.started");
+  // Raw: one command execution, started then completed with the same id and the marker as output.
+  const auto started = r.raw_of_type("item.started");
   ASSERT_EQ(started.size(), 1u) << r.dump();
   const auto& call = started[0]->at("item");
   EXPECT_EQ(call.at("status"), "in_progress");
@@ -150,15 +262,14 @@ TEST_F(RealCodex, ToolCallWithReasoningAndANonAsciiAnswer) {
   // The scripted `echo agenthost-tool-output`, run through bash -lc.
   EXPECT_EQ(call.at("command"), "/bin/bash -lc 'echo agenthost-tool-output'");
   std::vector<const json*> done;
-  for (const auto* e : r.of_type("item.completed"))
+  for (const auto* e : r.raw_of_type("item.completed"))
     if (e->at("item").value("type", "") == "command_execution") done.push_back(&e->at("item"));
   ASSERT_EQ(done.size(), 1u) << r.dump();
   EXPECT_EQ(done[0]->at("id"), call.at("id"));
   EXPECT_EQ(done[0]->at("aggregated_output"), "agenthost-tool-output\n");
   EXPECT_EQ(done[0]->at("exit_code"), 0);
   EXPECT_EQ(done[0]->at("status"), "completed");
-
-  // Order: reasoning, message, the command (started, completed), reasoning, the answer, turn.completed last.
+  // Raw order: reasoning, message, the command (started, completed), reasoning, the answer, turn.completed last.
   std::vector<std::string> order;
   for (const auto& e : r.events) {
     const std::string t = e.value("type", "");
@@ -172,152 +283,231 @@ TEST_F(RealCodex, ToolCallWithReasoningAndANonAsciiAnswer) {
                                              "item.completed:command_execution", "item.completed:reasoning",
                                              "item.completed:agent_message", "turn.completed"}))
       << r.dump();
+
+  // Normalized: exactly one tool call, its output, in order with the text; buffered thoughts at the end.
+  const auto calls = r.of_type(message_type::tool_call);
+  ASSERT_EQ(calls.size(), 1u) << r.dump();
+  EXPECT_EQ(calls[0].content.at("name"), "shell");
+  EXPECT_EQ(calls[0].content.at("tool_call_id"), call.at("id"));
+  EXPECT_EQ(calls[0].content.at("input"), (json{{"command", "/bin/bash -lc 'echo agenthost-tool-output'"}}));
+  const auto completed = r.of_type(message_type::tool_completed);
+  ASSERT_EQ(completed.size(), 1u) << r.dump();
+  EXPECT_EQ(completed[0].content.at("output"), "agenthost-tool-output\n");
+  EXPECT_TRUE(r.of_type(message_type::tool_failed).empty()) << r.dump();
+  std::vector<std::string> kinds;
+  for (const auto& m : r.messages)
+    if (m.type != message_type::status) kinds.emplace_back(transport::to_string(m.type));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"session.started", "assistant", "tool.call", "tool.completed", "assistant",
+                                             "assistant.thought", "assistant.thought", "terminal.completed"}))
+      << r.dump();
   // Usage over both model calls (100 input tokens per call, one output token per streamed delta).
-  const auto& usage = r.events.back().at("usage");
+  EXPECT_EQ(r.raw_of_type("turn.completed").at(0)->at("usage").at("input_tokens"), 200);
+  const auto& usage = r.terminal.content.at("usage");
   EXPECT_EQ(usage.at("input_tokens"), 200);
   EXPECT_EQ(usage.at("output_tokens"), 12 + 16);
   EXPECT_EQ(mock->requests_of("tool"), (std::vector<std::string>{"complete@turn0", "complete@turn1"}));
 }
 
-TEST_F(RealCodex, AnswerWithoutTools) {
+// Also: a prompt that starts with '-' reaches the model as the prompt (the provider puts `--` before it), and the
+// session can be resumed (`codex exec resume … -- ID PROMPT`).
+TEST_F(RealCodex, AnswerWithoutToolsThenResume) {
   const auto s = scripted("answer");
-  auto r = run("answer");
+  const std::string dash_prompt = "--help is not a flag here. " + std::string(prompt);
+  auto r = run("answer", options("answer"), {}, {}, dash_prompt);
   expect_run_frame(r);
+  expect_session(r);
   expect_script(r, s);
-  EXPECT_EQ(r.exit_code(), 0) << r.dump();
-  EXPECT_TRUE(r.of_type("item.started").empty());
-  ASSERT_EQ(r.events.back().value("type", ""), "turn.completed") << r.dump();
-  EXPECT_EQ(r.events.back().at("usage").at("input_tokens"), 100);
-  EXPECT_EQ(r.events.back().at("usage").at("output_tokens"), 15);
+  expect_completed(r, s);
+  EXPECT_TRUE(r.raw_of_type("item.started").empty());
+  EXPECT_TRUE(r.of_type(message_type::tool_call).empty());
+  EXPECT_EQ(r.terminal.content.at("usage").at("input_tokens"), 100);
+  EXPECT_EQ(r.terminal.content.at("usage").at("output_tokens"), 15);
   EXPECT_EQ(mock->requests_of("answer"), (std::vector<std::string>{"complete@turn0"}));
+  auto last_user_head = [&] {
+    std::string head;
+    for (const auto& rec : mock->records())
+      if (rec.is_object() && rec.contains("user_digests") && !rec["user_digests"].empty())
+        head = rec["user_digests"].back().value("head", "");
+    return head;
+  };
+  EXPECT_EQ(last_user_head(), dash_prompt.substr(0, 32));
+
+  // Resume that thread with another prompt: the same thread id, reported as session.resumed.
+  const std::string thread = r.events.at(0).value("thread_id", "");
+  auto o = options("answer");
+  o.session_id = thread;
+  auto again = run("answer", o, {}, "answer-resumed", "-Once more. " + std::string(prompt));
+  ASSERT_FALSE(again.messages.empty());
+  EXPECT_EQ(again.messages.front().type, message_type::session_resumed) << again.dump();
+  EXPECT_EQ(again.messages.front().content.value("resume", ""), "resumed") << again.dump();
+  expect_script(again, s);
+  expect_completed(again, s);
+  EXPECT_EQ(last_user_head(), ("-Once more. " + std::string(prompt)).substr(0, 32));
+  EXPECT_EQ(again.events.at(0).value("thread_id", ""), thread);
+  // Recorded (codex 0.171.0): after a resume, turn.completed's usage is the thread's running total (both turns:
+  // 2 × 100 input, 2 × 15 output), not the turn's; the terminal reports what codex said.
+  ASSERT_EQ(again.raw_of_type("turn.completed").size(), 1u) << again.dump();
+  EXPECT_EQ(again.raw_of_type("turn.completed")[0]->at("usage").at("input_tokens"), 200);
+  EXPECT_EQ(again.raw_of_type("turn.completed")[0]->at("usage").at("output_tokens"), 30);
+  EXPECT_EQ(again.terminal.content.at("usage").at("input_tokens"), 200);
 }
 
-// An HTTP error (no retries configured): an `error` event, then `turn.failed` with the same message, exit 1.
-void expect_http_failure(const cli_result& r, const std::string& message) {
+// An HTTP error (no retries configured): raw, an `error` event then `turn.failed` with the same message, exit 1;
+// normalized, a warning status and terminal.failed agent_error.
+void expect_http_failure(const run_result& r, const std::string& message) {
   expect_run_frame(r);
-  EXPECT_EQ(r.exit_code(), 1) << r.dump();
-  const auto errors = r.of_type("error");
+  expect_session(r);
+  const auto errors = r.raw_of_type("error");
   ASSERT_EQ(errors.size(), 1u) << r.dump();
   EXPECT_EQ(errors[0]->at("message"), message);
   ASSERT_EQ(r.events.back().value("type", ""), "turn.failed") << r.dump();
   EXPECT_EQ(r.events.back().at("error").at("message"), message);
   EXPECT_TRUE(completed_texts(r, "agent_message").empty());
+  EXPECT_TRUE(r.of_type(message_type::assistant).empty());
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_failed) << r.dump();
+  EXPECT_EQ(r.terminal.content.at("reason"), "agent_error");
+  EXPECT_EQ(r.terminal.content.at("text"), message);
+  EXPECT_EQ(r.terminal.content.at("exit_code"), 1);
+  EXPECT_EQ(r.terminal.content.value("exit_status", ""), "exited with code 1");
+  EXPECT_EQ(r.terminal.content.at("retryable"), true);
 }
 
-// Codex 0.171.0 does not show the body of a 5xx: it replaces it with a canned "high demand" message.
-TEST_F(RealCodex, Http500IsTurnFailedWithExit1) {
+// Codex 0.171.0 does not show the body of a 5xx: it replaces it with a canned "high demand" message, which names no
+// status — so no http_status, but retryable.
+TEST_F(RealCodex, Http500IsAgentErrorRetryable) {
   auto r = run("http500");
   expect_http_failure(r, "We\u2019re currently experiencing high demand, which may cause temporary errors.");
+  EXPECT_FALSE(r.terminal.content.contains("http_status")) << r.dump();
   EXPECT_EQ(mock->requests_of("http500"), (std::vector<std::string>{"http_error@turn0"}));
 }
 
 // A 429 names the status, not the body.
-TEST_F(RealCodex, Http429IsTurnFailedWithExit1) {
+TEST_F(RealCodex, Http429IsAgentErrorWithStatus) {
   auto r = run("http429");
   expect_http_failure(r, "exceeded retry limit, last status: 429 Too Many Requests");
+  EXPECT_EQ(r.terminal.content.at("http_status"), 429);
   EXPECT_EQ(mock->requests_of("http429"), (std::vector<std::string>{"http_error@turn0"}));
 }
 
-// The stop (SIGINT to the group, 2 s grace, SIGKILL to the tree) while the model streams (40 s of "tick").
+// Cancelled while the model streams (40 s of "tick"): the provider's stop (SIGINT to the group) ends codex at once.
 TEST_F(RealCodex, CancellationMidStream) {
-  auto r = run("slow", [&](const cli_result&) { return mock->stream_started("slow"); });
-  ASSERT_TRUE(r.stop.has_value()) << "the slow stream never started\n" << r.dump();
+  auto r = run("slow", options("slow"), [&](const run_result&) { return mock->stream_started("slow"); });
+  ASSERT_TRUE(mock->stream_started("slow")) << "the slow stream never started\n" << r.dump();
   expect_run_frame(r);
-  // exec prints only whole items: nothing of the half-streamed message, and after SIGINT neither turn.completed nor
-  // turn.failed.
+  // Raw: exec prints only whole items — nothing of the half-streamed message, and after SIGINT neither
+  // turn.completed nor turn.failed.
   EXPECT_TRUE(completed_texts(r, "agent_message").empty()) << r.dump();
-  EXPECT_TRUE(r.of_type("turn.completed").empty()) << r.dump();
-  EXPECT_TRUE(r.of_type("turn.failed").empty()) << r.dump();
-  // Recorded (codex 0.171.0): SIGINT ends codex by itself within the grace period, exit code 1.
-  EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt);
-  EXPECT_EQ(r.exit_code(), 1) << r.dump();
+  EXPECT_TRUE(r.raw_of_type("turn.completed").empty()) << r.dump();
+  EXPECT_TRUE(r.raw_of_type("turn.failed").empty()) << r.dump();
+  // Normalized.
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled) << r.dump();
+  EXPECT_TRUE(r.of_type(message_type::assistant).empty());
   EXPECT_LT(r.elapsed, std::chrono::seconds(20)) << "the stream takes 40 s; the stop must not wait for it";
 }
 
 TEST_F(RealCodex, CancellationDuringAToolKillsTheToolProcess) {
   std::optional<int> sleep_pid;
-  auto r = run("long-tool", [&](const cli_result& now) {
-    if (now.of_type("item.started").empty()) return false;
+  auto r = run("long-tool", options("long-tool"), [&](const run_result& now) {
+    if (now.of_type(message_type::tool_call).empty()) return false;
     if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
     return sleep_pid.has_value();
   });
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
-  ASSERT_TRUE(r.stop.has_value());
   expect_run_frame(r);
   EXPECT_EQ(completed_texts(r, "agent_message"), std::vector<std::string>{"Sleeping."});
-  const auto started = r.of_type("item.started");
+  const auto started = r.raw_of_type("item.started");
   ASSERT_EQ(started.size(), 1u) << r.dump();
   EXPECT_EQ(started[0]->at("item").at("command"), "/bin/bash -lc 'sleep 30'");
-  EXPECT_TRUE(r.of_type("turn.completed").empty()) << r.dump();
+  EXPECT_TRUE(r.raw_of_type("turn.completed").empty()) << r.dump();
   EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
-  // Recorded (codex 0.171.0): on SIGINT codex kills its tool's process group itself and exits 1 within the grace.
-  EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt);
-  EXPECT_EQ(r.exit_code(), 1) << r.dump();
+  // Normalized: the text, the call closed by the cancellation, terminal.cancelled.
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled) << r.dump();
+  EXPECT_EQ(r.assistant_text(), "Sleeping.");
+  const auto failed = r.of_type(message_type::tool_failed);
+  ASSERT_EQ(failed.size(), 1u) << r.dump();
+  EXPECT_EQ(failed[0].content.value("closed_by_finish", false), true);
+  EXPECT_EQ(failed[0].content.at("tool_call_id"), started[0]->at("item").at("id"));
   EXPECT_LT(r.elapsed, std::chrono::seconds(20)) << "the tool sleeps 30 s; the stop must not wait for it";
 }
 
 // A stream cut mid-answer, with stream_max_retries = 2: codex reports the reconnect as a top-level `error` event (not
-// fatal) and prints only the retry's whole items — the half-streamed first attempt never shows.
+// fatal; normalized: a `retry` status) and prints only the retry's whole items — the half-streamed first attempt
+// never shows.
 TEST_F(RealCodex, StreamCutIsRetriedWithAReconnectingNotice) {
   const auto s = scripted("cut-retry");
-  auto r = run("cut-retry", {}, {}, {"-c", "model_providers.mock.stream_max_retries=2"});
+  auto o = options("cut-retry");
+  o.config = {{"model_providers.mock.stream_max_retries", "2"}};
+  auto r = run("cut-retry", o);
   expect_run_frame(r);
   expect_script(r, s);
-  EXPECT_EQ(r.exit_code(), 0) << r.dump();
-  const auto errors = r.of_type("error");
+  expect_completed(r, s);
+  const auto errors = r.raw_of_type("error");
   ASSERT_EQ(errors.size(), 1u) << r.dump();
   EXPECT_EQ(errors[0]->value("message", "").rfind("Reconnecting... 1/2 (stream disconnected before completion: ", 0), 0u)
       << errors[0]->dump();
-  EXPECT_EQ(r.events.back().value("type", ""), "turn.completed") << r.dump();
+  std::vector<json> retries;
+  for (const auto& m : r.of_type(message_type::status))
+    if (m.content.value("kind", "") == "retry") retries.push_back(m.content);
+  ASSERT_EQ(retries.size(), 1u) << r.dump();
+  EXPECT_EQ(retries[0].at("attempt"), 1);
+  EXPECT_EQ(retries[0].at("max_attempts"), 2);
   EXPECT_EQ(mock->requests_of("cut-retry"), (std::vector<std::string>{"cut@turn0", "complete@turn0"}));
 }
 
 // HTTP 503 then an answer, with request_max_retries = 1: the retry leaves no trace in the JSONL.
 TEST_F(RealCodex, ServerErrorIsRetriedSilently) {
   const auto s = scripted("flaky");
-  auto r = run("flaky", {}, {}, {"-c", "model_providers.mock.request_max_retries=1"});
+  auto o = options("flaky");
+  o.config = {{"model_providers.mock.request_max_retries", "1"}};
+  auto r = run("flaky", o);
   expect_run_frame(r);
   expect_script(r, s);
-  EXPECT_EQ(r.exit_code(), 0) << r.dump();
-  EXPECT_TRUE(r.of_type("error").empty()) << r.dump();
-  EXPECT_EQ(r.events.back().value("type", ""), "turn.completed") << r.dump();
+  expect_completed(r, s);
+  EXPECT_TRUE(r.raw_of_type("error").empty()) << r.dump();
   EXPECT_EQ(mock->requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
 }
 
-// The other way around the stdin trap: no prompt argument, the prompt written to a stdin pipe that is then closed.
+// A prompt above 64 KiB goes through codex's stdin (`-` as the prompt argument), then EOF: it arrives whole.
 TEST_F(RealCodex, PromptThroughStdinClosedAtOnce) {
   const auto s = scripted("answer");
-  auto o = spawn_options("answer", {}, "");
-  o.stdin_mode = process::stdin_kind::pipe;
-  auto r = finish("answer", run_cli(io, std::move(o), {}, process::stop_policy::ctrl_c(), 60s, std::string(prompt)),
-                  "answer-stdin-prompt");
+  std::string big = std::string(prompt) + "\n";
+  for (int i = 0; big.size() <= providers::codex_prompt_argv_max; ++i)
+    big += "Line " + std::to_string(i) + ": caf\u00e9 \u4f60\u597d -- $(not a command) `nor this`\n";
+  big += "End.";
+  auto r = run("answer", options("answer"), {}, "answer-stdin-prompt", big);
   expect_run_frame(r);
   expect_script(r, s);
-  EXPECT_EQ(r.exit_code(), 0) << r.dump();
-  EXPECT_NE(r.stderr_tail.find("Reading prompt from stdin..."), std::string::npos) << r.stderr_tail;
+  expect_completed(r, s);
+  std::optional<json> digest;
+  for (const auto& rec : mock->records())
+    if (rec.is_object() && rec.contains("user_digests") && !rec["user_digests"].empty())
+      digest = rec["user_digests"].back();
+  ASSERT_TRUE(digest.has_value());
+  EXPECT_EQ(digest->at("bytes"), big.size());
+  EXPECT_EQ(digest->at("crc32"), crc32(big));
 }
 
-// The same with SIGTERM to the leader (stop_policy::sigterm(), what the pi provider uses). Recorded (codex 0.171.0):
-// the launcher ends by SIGTERM itself within ~50 ms and the tree is gone with it — the tool's `sleep` included (codex
-// gives its tool processes PR_SET_PDEATHSIG).
+// The same stop with SIGTERM to the leader (stop_policy::sigterm(), what the pi provider uses). Recorded (codex
+// 0.171.0): the launcher ends by SIGTERM itself within ~50 ms and the tree is gone with it — the tool's `sleep`
+// included (codex gives its tool processes PR_SET_PDEATHSIG).
 TEST_F(RealCodex, SigtermDuringAToolKillsTheToolProcess) {
   std::optional<int> sleep_pid;
-  auto o = spawn_options("long-tool");
-  auto r = finish("long-tool", run_cli(io, std::move(o), [&](const cli_result& now) {
-    if (now.of_type("item.started").empty()) return false;
+  auto o = options("long-tool");
+  o.run.stop = process::stop_policy::sigterm();
+  auto r = run("long-tool", o, [&](const run_result& now) {
+    if (now.of_type(message_type::tool_call).empty()) return false;
     if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
     return sleep_pid.has_value();
-  }, process::stop_policy::sigterm()), "long-tool-sigterm");
+  }, "long-tool-sigterm");
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
-  ASSERT_TRUE(r.stop.has_value());
-  EXPECT_TRUE(r.of_type("turn.completed").empty()) << r.dump();
+  EXPECT_TRUE(r.raw_of_type("turn.completed").empty()) << r.dump();
   EXPECT_EQ(::kill(*sleep_pid, 0), -1) << "the tool's sleep survived";
-  EXPECT_EQ(r.stop->phase, process::stop_phase::interrupt);
-  ASSERT_TRUE(r.status && r.status->as_signaled() != nullptr) << r.status_text();
-  EXPECT_EQ(r.status->as_signaled()->signal, SIGTERM);
-  std::cout << "[ real codex ] SIGTERM during the tool: codex " << r.status_text() << " after "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->leader_exit_after).count()
-            << " ms, stop phase " << phase_name(r.stop->phase) << "\n";
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled) << r.dump();
+  EXPECT_LT(r.elapsed, std::chrono::seconds(20));
 }
 
 }  // namespace

@@ -1,0 +1,284 @@
+// The Codex provider: its command lines, and runs through a real child process (a stand-in `codex` script that
+// records its argv and execs the fake agent replaying a recorded codex transcript).
+#include "test_util.hpp"
+
+#include <agenthost/mapper/codex_mapper.hpp>
+#include <agenthost/providers/codex.hpp>
+#include <agenthost/transport/contract_checker.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace agenthost;
+using namespace agenthost::test;
+using providers::codex_options;
+using transport::message;
+using transport::message_type;
+
+namespace {
+
+const std::string codex_fixtures = std::string(AGENTHOST_FIXTURES_DIR) + "/codex/recorded/codex-0.171.0-";
+
+std::vector<std::string> args_of(const codex_options& o, std::string_view prompt) {
+  auto a = providers::build_codex_arguments(o, prompt);
+  EXPECT_TRUE(a.has_value()) << (a ? "" : a.error());
+  return a ? *a : std::vector<std::string>{};
+}
+
+std::string error_of(const codex_options& o, std::string_view prompt) {
+  auto a = providers::build_codex_arguments(o, prompt);
+  EXPECT_FALSE(a.has_value());
+  return a ? std::string() : a.error();
+}
+
+using strings = std::vector<std::string>;
+
+TEST(CodexArguments, Defaults) {
+  EXPECT_EQ(args_of({}, "hello"), (strings{"exec", "--json", "--skip-git-repo-check", "--", "hello"}));
+}
+
+TEST(CodexArguments, PromptStartingWithADashStaysAPrompt) {
+  EXPECT_EQ(args_of({}, "-rf /"), (strings{"exec", "--json", "--skip-git-repo-check", "--", "-rf /"}));
+  EXPECT_EQ(args_of({}, "--help"), (strings{"exec", "--json", "--skip-git-repo-check", "--", "--help"}));
+}
+
+TEST(CodexArguments, AllOptions) {
+  const codex_options o{.model = "gpt-5",
+                        .extra_args = {"--color", "never"},
+                        .sandbox = providers::codex_sandbox::workspace_write,
+                        .skip_git_repo_check = false,
+                        .ephemeral = true,
+                        .config = {{"model_reasoning_effort", "\"high\""}, {"features.x", "true"}}};
+  EXPECT_EQ(args_of(o, "fix it"),
+            (strings{"exec", "--json", "--ephemeral", "-m", "gpt-5", "-c", "sandbox_mode=\"workspace-write\"", "-c",
+                     "model_reasoning_effort=\"high\"", "-c", "features.x=true", "--color", "never", "--", "fix it"}));
+}
+
+TEST(CodexArguments, ResumeASession) {
+  const codex_options o{.session_id = "01a229da-2b26-7cb3-99a8-e086d5b7ce9f",
+                        .sandbox = providers::codex_sandbox::read_only};
+  EXPECT_EQ(args_of(o, "-go on"),
+            (strings{"exec", "resume", "--json", "--skip-git-repo-check", "-c", "sandbox_mode=\"read-only\"", "--",
+                     "01a229da-2b26-7cb3-99a8-e086d5b7ce9f", "-go on"}));
+}
+
+TEST(CodexArguments, LongPromptsAndADashGoThroughStdin) {
+  const std::string big(providers::codex_prompt_argv_max + 1, 'x');
+  auto cmd = providers::build_codex_command({}, big);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ(cmd->args.back(), "-");
+  EXPECT_EQ(cmd->args[cmd->args.size() - 2], "--");
+  ASSERT_TRUE(cmd->stdin_text.has_value());
+  EXPECT_EQ(*cmd->stdin_text, big);
+  // Exactly at the limit: still an argument.
+  const std::string limit(providers::codex_prompt_argv_max, 'y');
+  EXPECT_FALSE(providers::build_codex_command({}, limit)->stdin_text.has_value());
+  // "-" as an argument would mean "read stdin": the prompt "-" itself goes there.
+  auto dash = providers::build_codex_command({}, "-");
+  ASSERT_TRUE(dash.has_value());
+  EXPECT_EQ(dash->args.back(), "-");
+  EXPECT_EQ(dash->stdin_text, std::optional<std::string>("-"));
+
+  auto run = providers::make_codex_run({}, big);
+  ASSERT_TRUE(run.spawn.has_value());
+  EXPECT_EQ(run.spawn->stdin_mode, process::stdin_kind::pipe);
+  EXPECT_EQ(run.run.stdin_data, std::optional<std::string>(big));
+  auto small = providers::make_codex_run({}, "hi");
+  ASSERT_TRUE(small.spawn.has_value());
+  EXPECT_EQ(small.spawn->stdin_mode, process::stdin_kind::null);
+  EXPECT_FALSE(small.run.stdin_data.has_value());
+  // The stop policy: SIGINT to the group, nothing written to stdin.
+  EXPECT_EQ(small.run.stop.interrupt_signal, SIGINT);
+  EXPECT_EQ(small.run.stop.interrupt_target, process::signal_target::group);
+  EXPECT_TRUE(small.run.stop.interrupt_bytes.empty());
+}
+
+TEST(CodexArguments, InvalidOptions) {
+  EXPECT_NE(error_of({.session_id = ""}, "x").find("session id"), std::string::npos);
+  EXPECT_NE(error_of({.session_id = "--last"}, "x").find("--last"), std::string::npos);
+  EXPECT_NE(error_of({.model = "-x"}, "x").find("model"), std::string::npos);
+  EXPECT_NE(error_of({.config = {{"", "1"}}}, "x").find("config key"), std::string::npos);
+  EXPECT_NE(error_of({.config = {{"a=b", "1"}}}, "x").find("a=b"), std::string::npos);
+  EXPECT_NE(error_of({.config = {{"-c", "1"}}}, "x").find("config key"), std::string::npos);
+  EXPECT_NE(error_of({}, "").find("empty"), std::string::npos);
+  codex_options with_stdin;
+  with_stdin.run.stdin_data = "x";
+  EXPECT_NE(error_of(with_stdin, "x").find("stdin_data"), std::string::npos);
+  auto run = providers::make_codex_run({.session_id = ""}, "x");
+  EXPECT_FALSE(run.spawn.has_value());
+}
+
+class CodexProvider : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+    std::filesystem::remove_all(dir);
+  }
+
+  struct result {
+    boost::system::error_code ec;
+    std::vector<message> messages;
+    message terminal;
+  };
+
+  // A stand-in `codex`: records its arguments, then becomes the fake agent with `fake_args` (exec keeps the pid).
+  codex_options stand_in(const std::string& fake_args) {
+    const std::string path = dir + "/codex";
+    {
+      std::ofstream s(path);
+      s << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir << "/argv\nexec " << AGENTHOST_FAKE_AGENT << " " << fake_args
+        << "\n";
+    }
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return codex_options{.executable = path,
+                         .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+                         .reaper_path = AGENTHOST_REAPER};
+  }
+
+  std::vector<std::string> recorded_argv() const {
+    std::ifstream in(dir + "/argv");
+    std::vector<std::string> argv;
+    for (std::string l; std::getline(in, l);) argv.push_back(l);
+    return argv;
+  }
+
+  // Runs to the end through async_run_codex; `cancel_when` may emit the cancellation signal from on_message.
+  result run(const codex_options& o, std::string_view prompt, std::function<bool(const message&)> cancel_when = {}) {
+    result r;
+    bool done = false;
+    asio::cancellation_signal sig;
+    providers::async_run_codex(
+        io.get_executor(), o, prompt,
+        [&](const message& m) {
+          r.messages.push_back(m);
+          if (cancel_when && cancel_when(m)) sig.emit(asio::cancellation_type::terminal);
+        },
+        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
+          r.ec = ec;
+          r.terminal = std::move(t);
+          done = true;
+        }));
+    EXPECT_TRUE(run_until(io, [&] { return done; }, 30s));
+    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
+    EXPECT_FALSE(r.messages.empty());
+    if (!r.messages.empty()) {
+      EXPECT_EQ(r.messages.back(), r.terminal);
+    }
+    EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty()) << "the run left processes behind";
+    return r;
+  }
+
+  // What the mapper alone makes of a fixture with the given end.
+  static std::vector<message> mapped(const std::string& fixture, const mapper::run_end& end) {
+    mapper::codex_mapper m;
+    std::vector<message> out;
+    std::ifstream in(fixture);
+    for (std::string l; std::getline(in, l);) m.on_line(l, out);
+    m.finish(end, out);
+    return out;
+  }
+
+  static std::vector<std::string> lines(const std::vector<message>& ms) {
+    std::vector<std::string> r;
+    for (const auto& m : ms) r.push_back(m.to_json_line());
+    return r;
+  }
+
+  asio::io_context io;
+  std::string token = random_token();
+  std::string dir = [] {
+    char t[] = "/tmp/agenthost-codex-provider-XXXXXX";
+    return std::string(::mkdtemp(t));
+  }();
+};
+
+TEST_F(CodexProvider, ToolRunThroughARealProcessMatchesTheMapper) {
+  const std::string fixture = codex_fixtures + "tool.jsonl";
+  auto o = stand_in("replay " + fixture + " --chunk 7");
+  o.model = "tool";
+  auto r = run(o, "-do it");
+  EXPECT_FALSE(r.ec);
+  EXPECT_EQ(recorded_argv(), (strings{"exec", "--json", "--skip-git-repo-check", "-m", "tool", "--", "-do it"}));
+  ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.terminal.to_json_line();
+  // The same messages as the mapper fed the fixture directly (the exit status is the only addition).
+  auto expected = mapped(fixture, {.status = process::exited{0}});
+  EXPECT_EQ(lines(r.messages), lines(expected));
+}
+
+TEST_F(CodexProvider, RunCodexBlockingHelper) {
+  const std::string fixture = codex_fixtures + "answer.jsonl";
+  auto o = stand_in("replay " + fixture);
+  o.session_id = "01a229da-3327-7201-bbb3-c0298e619f74";
+  std::vector<message> got;
+  auto terminal = providers::run_codex(o, "again", [&](const message& m) { got.push_back(m); });
+  EXPECT_EQ(terminal.type, message_type::terminal_completed);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.front().type, message_type::session_resumed);
+  EXPECT_EQ(got.front().content.at("resume"), "resumed");
+  EXPECT_EQ(recorded_argv(), (strings{"exec", "resume", "--json", "--skip-git-repo-check", "--",
+                                      "01a229da-3327-7201-bbb3-c0298e619f74", "again"}));
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+}
+
+TEST_F(CodexProvider, TurnFailedThenExit1IsAgentError) {
+  auto r = run(stand_in("replay " + codex_fixtures + "http429.jsonl exit 1"), "x");
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_failed);
+  EXPECT_EQ(r.terminal.content.at("reason"), "agent_error");
+  EXPECT_EQ(r.terminal.content.at("http_status"), 429);
+  EXPECT_EQ(r.terminal.content.at("retryable"), true);
+  EXPECT_EQ(r.terminal.content.at("exit_code"), 1);
+}
+
+TEST_F(CodexProvider, LongPromptReachesStdin) {
+  // The stand-in hashes what arrives on stdin; the prompt must arrive whole, then EOF. Its line is an event type
+  // the mapper ignores: the raw-line tap sees it.
+  auto o = stand_in("stdin-digest");
+  std::vector<std::string> raw;
+  o.run.on_agent_line = [&](std::string_view l) { raw.emplace_back(l); };
+  const std::string big(providers::codex_prompt_argv_max * 2, 'p');
+  auto r = run(o, big);
+  EXPECT_EQ(recorded_argv().back(), "-");
+  EXPECT_EQ(r.terminal.content.at("reason"), "no_terminal_event");
+  ASSERT_EQ(raw.size(), 1u);
+  const auto digest = nlohmann::json::parse(raw[0]);
+  EXPECT_EQ(digest.at("bytes"), big.size());
+}
+
+TEST_F(CodexProvider, MissingExecutableIsStartFailed) {
+  codex_options o{.executable = dir + "/no-such-codex", .reaper_path = AGENTHOST_REAPER};
+  auto r = run(o, "x");
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.terminal.type, message_type::terminal_failed);
+  EXPECT_EQ(r.terminal.content.at("reason"), "start_failed");
+  EXPECT_NE(r.terminal.content.at("text").get<std::string>().find("no-such-codex"), std::string::npos);
+}
+
+TEST_F(CodexProvider, InvalidOptionIsStartFailed) {
+  auto r = run({.session_id = "-x", .reaper_path = AGENTHOST_REAPER}, "x");
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.terminal.content.at("reason"), "start_failed");
+  EXPECT_NE(r.terminal.content.at("text").get<std::string>().find("session id"), std::string::npos);
+}
+
+TEST_F(CodexProvider, CancellationMidStreamDuringTheTool) {
+  // The long-tool transcript line by line, then the "agent" hangs (with a child in its own session, like codex's
+  // tool command); cancelled once the tool call is out.
+  auto o = stand_in("replay " + codex_fixtures + "long-tool.jsonl --delay-ms 20 setsid-child never-exit");
+  o.run.stop.graceful_wait = std::chrono::milliseconds(500);
+  auto r = run(o, "x", [](const message& m) { return m.type == message_type::tool_call; });
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled);
+  bool closed = false;
+  for (const auto& m : r.messages)
+    closed = closed || (m.type == message_type::tool_failed && m.content.value("closed_by_finish", false));
+  EXPECT_TRUE(closed) << "the open tool call must be closed as failed";
+}
+
+}  // namespace
