@@ -15,6 +15,11 @@ std::string gemini_fixture(const std::string& scenario) {
   return std::string(AGENTHOST_FIXTURES_DIR) + "/gemini/recorded/gemini-0.61.0-" + scenario + ".jsonl";
 }
 
+/// The session id gemini printed in a recorded transcript's `init` (its first line).
+std::string recorded_session_id(const std::string& scenario) {
+  return json::parse(read_lines(gemini_fixture(scenario)).at(0)).at("session_id").get<std::string>();
+}
+
 /// What the mock model scripts for a scenario (tests/mockmodel/scenarios.json): every text chunk, and the text of the
 /// last turn. For a turn with attempts, the last attempt (the one that succeeds).
 struct script {
@@ -71,7 +76,7 @@ TEST(GeminiMapper, AnswerIsTheScriptedTextInTheScriptedChunks) {
     const auto out = run_gemini(read_lines(gemini_fixture("answer")), exited(0), {.thinking = mode});
     expect_valid_run(out);
     EXPECT_EQ(out.front().type, message_type::session_started);
-    EXPECT_EQ(out.front().content.at("session_id"), "58ca36f0-8b3f-450e-b98b-017f1aae1da2");
+    EXPECT_EQ(out.front().content.at("session_id"), recorded_session_id("answer"));
     EXPECT_EQ(out.front().content.at("agent"), "gemini");
     EXPECT_EQ(out.front().content.at("model"), "answer");
     // One assistant message per streamed part, exactly the script's chunks (whitespace-only ones included).
@@ -80,7 +85,7 @@ TEST(GeminiMapper, AnswerIsTheScriptedTextInTheScriptedChunks) {
     const auto& t = terminal(out);
     ASSERT_EQ(t.type, message_type::terminal_completed) << to_jsonl(out);
     EXPECT_EQ(t.content.at("text"), s.text());
-    EXPECT_EQ(t.content.at("session_id"), "58ca36f0-8b3f-450e-b98b-017f1aae1da2");
+    EXPECT_EQ(t.content.at("session_id"), recorded_session_id("answer"));
     EXPECT_EQ(t.content.at("model"), "answer");
     EXPECT_EQ(t.content.at("usage"), (json{{"input_tokens", 100}, {"output_tokens", 15}, {"cache_read_tokens", 0},
                                            {"cache_write_tokens", 0}, {"total_tokens", 115}}));
@@ -135,7 +140,7 @@ TEST(GeminiMapper, Http500IsAnAgentErrorWithItsStatus) {
   EXPECT_EQ(t.content.at("http_status"), 500);
   EXPECT_EQ(t.content.at("retryable"), true);
   EXPECT_EQ(t.content.at("exit_code"), 244);
-  EXPECT_EQ(t.content.at("session_id"), "772e0fea-9b80-4fac-9264-3a95605c2ad2");
+  EXPECT_EQ(t.content.at("session_id"), recorded_session_id("http500"));
   EXPECT_TRUE(of_type(out, message_type::assistant).empty());
 }
 
@@ -183,7 +188,7 @@ TEST(GeminiMapper, StoppedMidStreamIsCancelledWithThePrefix) {
   expect_valid_run(out);
   EXPECT_EQ(texts(out, message_type::assistant), (std::vector<std::string>{"tick ", "tick "}));
   EXPECT_EQ(terminal(out).type, message_type::terminal_cancelled);
-  EXPECT_EQ(terminal(out).content.at("session_id"), "4dfc2a95-b747-4aef-a2ef-24931ac8edf6");
+  EXPECT_EQ(terminal(out).content.at("session_id"), recorded_session_id("slow"));
   // The same output with an exit 0 and no cancellation: gemini never printed its result.
   const auto cut = run_gemini(lines, exited(0));
   expect_valid_run(cut);

@@ -224,7 +224,7 @@ TEST_F(GeminiProvider, HttpErrorExitCodeReachesTheMapper) {
 
 TEST_F(GeminiProvider, ResumeReportsTheSession) {
   auto o = options(stub({"replay", recorded("answer")}));
-  o.session_id = "58ca36f0-8b3f-450e-b98b-017f1aae1da2";
+  o.session_id = nlohmann::json::parse(file_lines(recorded("answer")).at(0)).at("session_id").get<std::string>();
   auto r = run(o, "again");
   EXPECT_EQ(recorded_argv(), (args{"--output-format", "stream-json", "--resume", *o.session_id, "--prompt=again"}));
   ASSERT_FALSE(r.messages.empty());
@@ -290,7 +290,8 @@ TEST_F(GeminiProvider, CancelledMidStream) {
   auto r = run(o, "x", [](const message& m) { return m.type == message_type::assistant; });
   EXPECT_EQ(r.ec, asio::error::operation_aborted);
   EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled);
-  EXPECT_EQ(r.terminal.content.at("session_id"), "4dfc2a95-b747-4aef-a2ef-24931ac8edf6");
+  EXPECT_EQ(r.terminal.content.at("session_id"),
+            nlohmann::json::parse(file_lines(recorded("slow")).at(0)).at("session_id").get<std::string>());
 }
 
 TEST_F(GeminiProvider, LingeringAfterTheResultIsStoppedAndStillCompleted) {
