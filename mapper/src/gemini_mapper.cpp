@@ -4,6 +4,7 @@
 
 #include "mapper_core.hpp"
 #include "ondemand_util.hpp"
+#include "raw_scan.hpp"
 #include "text_util.hpp"
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,24 @@ struct g_event {
   json error;  // tool_result / result `error` (an object {type, message} in gemini 0.61.0; kept as given)
   bool has_stats = false;
   std::optional<double> input_tokens, output_tokens, cached, input;
+
+  /// Back to the state of a fresh record, without reallocating (this runs once per line).
+  void reset() noexcept {
+    kind = g_kind::unknown;
+    for (g_string* f : {&type, &session_id, &model, &role, &content, &tool_id, &tool_name, &status, &output, &severity,
+                        &message})
+      *f = g_string{};
+    delta = false;
+    has_parameters = false;
+    if (!parameters.is_null()) parameters = nullptr;
+    has_error = false;
+    if (!error.is_null()) error = nullptr;
+    has_stats = false;
+    input_tokens.reset();
+    output_tokens.reset();
+    cached.reset();
+    input.reset();
+  }
 };
 
 // Longest line whose grown buffer is kept for the next line; a larger one is released afterwards (a single huge tool
@@ -55,11 +74,20 @@ constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 
 class g_parser {
  public:
+  g_parser() {
+    // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
+    [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
+    utf8_ = simdjson::get_active_implementation();
+  }
+
   /// Parse `line` into `ev` (reset first). Any error: the line is not a valid event.
   error_code parse(std::string_view line, g_event& ev) {
-    ev = g_event{};
     if (!arena_.empty()) arena_.clear();
     reserve(line.size() + simdjson::SIMDJSON_PADDING);
+    // The fast path sets every field a `message` event is read by (kind, type, role, content, delta); the others keep
+    // the previous line's values, which nothing reads for a message (saves the reset on the per-token path).
+    if (parse_fast_message(line, ev)) return simdjson::SUCCESS;
+    ev.reset();
     std::memcpy(buffer_.get(), line.data(), line.size());
     std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
     od::document doc;
@@ -70,7 +98,7 @@ class g_parser {
       od::field field;
       if (auto e = std::move(field_result).get(field)) return e;
       std::string_view key;
-      if (auto e = field.unescaped_key().get(key)) return e;
+      if (auto e = key_of(field, key)) return e;
       if (auto e = read_field(key, field.value(), ev)) return e;
     }
     // Nothing but whitespace may follow the object.
@@ -82,6 +110,81 @@ class g_parser {
   }
 
  private:
+  // ---- fast path ---------------------------------------------------------------------------------------------------
+  //
+  // Nearly every line of a run is an assistant text part, printed by gemini 0.61.0 exactly as
+  //   {"type":"message","timestamp":"…","role":"assistant","content":"…","delta":true}
+  // For those the On-Demand walk (stage 1 over the line, then field by field) costs more than the mapping.
+  // parse_fast_message() takes only lines of exactly this shape (role any string without escapes; `delta` true, false
+  // or absent) that are strict JSON: valid UTF-8 over the whole line, every string closed without raw control
+  // characters, the content's escapes valid, nothing but whitespace after the object. It reads the same values with
+  // the same rules as the On-Demand path (lenient unescaping). Anything else returns false and the line goes through
+  // On-Demand from scratch, which decides: the set of accepted lines and the events are unchanged.
+  bool parse_fast_message(std::string_view line, g_event& ev) {
+    static constexpr std::string_view kHead = R"({"type":"message","timestamp":)";
+    static constexpr std::string_view kRole = R"(,"role":)";
+    static constexpr std::string_view kContent = R"(,"content":)";
+    static constexpr std::string_view kDeltaTrue = R"(,"delta":true})";
+    static constexpr std::string_view kDeltaFalse = R"(,"delta":false})";
+    if (line.substr(0, kHead.size()) != kHead) return false;
+    const char* p = line.data() + kHead.size();
+    const char* const end = line.data() + line.size();
+    const char* body_end = nullptr;
+    bool escaped = false;
+    if (p >= end || *p != '"' || (p = detail::raw::scan_string(p, end, body_end, escaped)) == nullptr) return false;
+    if (!match(p, end, kRole) || p >= end || *p != '"') return false;
+    const char* role_begin = p + 1;
+    if ((p = detail::raw::scan_string(p, end, body_end, escaped)) == nullptr || escaped) return false;
+    const std::string_view role(role_begin, static_cast<std::size_t>(body_end - role_begin));
+    if (!match(p, end, kContent) || p >= end || *p != '"') return false;
+    const char* content_begin = p + 1;
+    if ((p = detail::raw::scan_string(p, end, body_end, escaped)) == nullptr) return false;
+    std::string_view content(content_begin, static_cast<std::size_t>(body_end - content_begin));
+    bool delta = false;
+    if (match(p, end, kDeltaTrue)) {
+      delta = true;
+    } else if (!match(p, end, kDeltaFalse) && !match(p, end, "}")) {
+      return false;
+    }
+    if (detail::raw::skip_ws(p, end) != end) return false;
+    if (!(line.size() <= 256 && detail::raw::is_ascii(line.data(), line.size())) &&
+        !utf8_->validate_utf8(line.data(), line.size()))
+      return false;
+    if (escaped) {
+      // Unescaped into the line buffer (unused by this path; an unescaped string is never longer than its body).
+      char* out_end = detail::lenient_unescape_to(content, buffer_.get());
+      if (out_end == nullptr) return false;
+      content = std::string_view(buffer_.get(), static_cast<std::size_t>(out_end - buffer_.get()));
+    }
+    ev.kind = g_kind::message;
+    ev.type = {.value = "message", .present = true};
+    ev.role = {.value = role, .present = true};
+    ev.content = {.value = content, .present = true};
+    ev.delta = delta;
+    return true;
+  }
+
+  static bool match(const char*& p, const char* end, std::string_view literal) noexcept {
+    if (static_cast<std::size_t>(end - p) < literal.size() || std::memcmp(p, literal.data(), literal.size()) != 0)
+      return false;
+    p += literal.size();
+    return true;
+  }
+
+  // ---- On-Demand path ----------------------------------------------------------------------------------------------
+
+  /// A field's key: a view of the input when it has no escape (the common case, no copy), else unescaped.
+  static error_code key_of(od::field& field, std::string_view& key) noexcept {
+    const char* begin = reinterpret_cast<const char*>(field.key().raw());
+    // The closing quote is there (stage 1 checked the framing) and the buffer is padded.
+    const char* q = detail::raw::find_quote_or_backslash_padded(begin);
+    if (*q == '"') {
+      key = std::string_view(begin, static_cast<std::size_t>(q - begin));
+      return simdjson::SUCCESS;
+    }
+    return field.unescaped_key().get(key);
+  }
+
   static g_kind kind_of(std::string_view t) noexcept {
     if (t == "message") return g_kind::message;
     if (t == "tool_use") return g_kind::tool_use;
@@ -161,7 +264,7 @@ class g_parser {
       od::field field;
       if (auto e = std::move(field_result).get(field)) return e;
       std::string_view key;
-      if (auto e = field.unescaped_key().get(key)) return e;
+      if (auto e = key_of(field, key)) return e;
       std::optional<double>* slot = key == "input_tokens"    ? &ev.input_tokens
                                     : key == "output_tokens" ? &ev.output_tokens
                                     : key == "cached"        ? &ev.cached
@@ -194,6 +297,7 @@ class g_parser {
   }
 
   od::parser parser_;
+  const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
   std::unique_ptr<char[]> buffer_;
   std::size_t capacity_ = 0;
   detail::string_arena arena_;

@@ -486,6 +486,58 @@ TEST(GeminiMapper, EscapesAndLoneSurrogates) {
             (std::vector<std::string>{"café\n\"q\"\t", "\xEF\xBF\xBD", "\xEF\xBF\xBD!"}));
 }
 
+// Assistant text lines of gemini's exact shape take a byte-scan fast path; every other line (here: the same events
+// with their keys in another order) takes simdjson On-Demand. Both must accept the same lines and give the same
+// messages.
+TEST(GeminiMapper, FastPathAndOnDemandPathAgree) {
+  for (const auto* scenario : {"tool", "answer", "http500", "http429", "cut-retry", "flaky", "slow", "long-tool"}) {
+    SCOPED_TRACE(scenario);
+    const auto lines = read_lines(gemini_fixture(scenario));
+    std::vector<std::string> reordered;
+    for (const auto& l : lines) reordered.push_back(json::parse(l).dump());  // keys sorted: `content` first
+    EXPECT_NE(lines, reordered);
+    EXPECT_EQ(to_jsonl(run_gemini(lines)), to_jsonl(run_gemini(reordered)));
+  }
+  const std::string head = R"({"type":"message","timestamp":"2026-11-30T00:20:37.967Z","role":"assistant","content":)";
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {head + R"("caf\u00e9 \ud83d\n\"q\"","delta":true})", true},
+      {head + R"("x","delta":false})", true},
+      {head + R"("x"})", true},
+      {head + R"("x","delta":true}  )", true},
+      {head + R"("x","delta":true,"extra":[1]})", true},
+      {R"({"type":"message","timestamp":5,"role":"assistant","content":"x","delta":true})", true},
+      {R"({"type":"message","timestamp":"t","role":"assis\u0074ant","content":"x","delta":true})", true},
+      {head + R"("x","delta":true}x)", false},
+      {head + R"("a\qb","delta":true})", false},
+      {head + R"("x","delta":tru})", false},
+      {head + R"("x)", false},
+      {"{\"type\":\"message\",\"timestamp\":\"t\xff\",\"role\":\"assistant\",\"content\":\"x\",\"delta\":true}", false},
+      {head + "\"\xe2\x82\",\"delta\":true}", false},  // a truncated UTF-8 sequence in the content
+  };
+  for (const auto& [line, valid] : cases) {
+    SCOPED_TRACE(line);
+    gemini_mapper mapper;
+    std::vector<message> out;
+    mapper.on_line(line, out);
+    EXPECT_EQ(mapper.stats().invalid_lines, valid ? 0u : 1u);
+    // The On-Demand path's verdict on the same event with `type` moved last (never the fast path's shape).
+    static constexpr std::string_view kType = R"("type":"message",)";
+    ASSERT_EQ(line.substr(1, kType.size()), kType);
+    const auto close = line.rfind('}');
+    if (close == std::string::npos) continue;  // unclosed: nothing to move
+    const std::string moved = "{" + line.substr(1 + kType.size(), close - 1 - kType.size()) + R"(,"type":"message"})" +
+                              line.substr(close + 1);
+    gemini_mapper other;
+    std::vector<message> other_out;
+    other.on_line(moved, other_out);
+    EXPECT_EQ(other.stats().invalid_lines, valid ? 0u : 1u) << moved;
+    EXPECT_EQ(to_jsonl(out), to_jsonl(other_out));
+    if (valid) {
+      EXPECT_EQ(out.size(), 2u) << "session.started, assistant";
+    }
+  }
+}
+
 TEST(GeminiMapper, OversizeLineIsReportedAndTheRunGoesOn) {
   gemini_mapper mapper;
   std::vector<message> out;

@@ -11,10 +11,13 @@
 // its final event. Its stream-json has no event for thoughts: nothing is ever emitted as assistant.thought (the
 // `thinking` option is accepted for symmetry with the other mappers).
 //
-// Pure: no I/O, no clock, no threads. Every line is read with simdjson On-Demand (one parser and one padded buffer
-// reused for the mapper's lifetime); only the fields the mapping needs are read, and nlohmann::json is built only for
-// emitted content (tool parameters, a tool result's raw object). Work is O(total input); memory is O(longest line +
-// the text of the current turn + open tool calls + the ids of closed calls), never O(stream bytes).
+// Pure: no I/O, no clock, no threads. Lines are read with simdjson On-Demand (one parser and one padded buffer reused
+// for the mapper's lifetime), except assistant text lines of gemini's exact shape (nearly all lines of a run), which a
+// strict byte scan reads (mapper/src/raw_scan.hpp: full UTF-8 validation, every string checked) — it accepts only
+// lines On-Demand accepts too and yields the same event, leaving anything unusual to On-Demand. Only the fields the
+// mapping needs are read, and nlohmann::json is built only for emitted content (tool parameters, a tool result's raw
+// object). Work is O(total input); memory is O(longest line + the text of the current turn + open tool calls + the
+// ids of closed calls), never O(stream bytes).
 //
 // Validation: a line is an event when it is a single JSON object (nothing but whitespace after it) whose `type` is a
 // string and whose required fields are there with their JSON type (`message`: role and content strings; `tool_use`:
