@@ -104,6 +104,13 @@ TEST(GeminiArguments, LongPromptsGoThroughStdin) {
   auto argv_only = providers::build_gemini_command({.prompt_delivery = providers::gemini_prompt_delivery::argv}, above);
   ASSERT_TRUE(argv_only.has_value());
   EXPECT_FALSE(argv_only->stdin_text.has_value());
+  // A NUL byte cannot be in an argument (it would end it silently): stdin, or an error when argv is forced.
+  const std::string with_nul("a\0b", 3);
+  auto nul = providers::build_gemini_command({}, with_nul);
+  ASSERT_TRUE(nul.has_value());
+  EXPECT_EQ(nul->stdin_text, with_nul);
+  EXPECT_NE(argument_error({.prompt_delivery = providers::gemini_prompt_delivery::argv}, with_nul).find("NUL"),
+            std::string::npos);
   // make_gemini_run: a pipe for the prompt, /dev/null otherwise.
   auto run = providers::make_gemini_run({}, above);
   ASSERT_TRUE(run.spawn.has_value());

@@ -41,9 +41,10 @@ std::string_view to_string(gemini_approval_mode mode) noexcept;
 
 /// How the prompt reaches gemini.
 enum class gemini_prompt_delivery {
-  /// `--prompt=<text>` up to gemini_prompt_argv_max bytes, stdin above. The default.
+  /// `--prompt=<text>` up to gemini_prompt_argv_max bytes (and without NUL bytes), stdin otherwise. The default.
   automatic,
-  /// Always `--prompt=<text>`: Linux refuses an argument of 128 KiB or more (start_failed, "argument_list_too_long").
+  /// Always `--prompt=<text>`: Linux refuses an argument of 128 KiB or more (start_failed, "argument_list_too_long");
+  /// a prompt with a NUL byte is an invalid option.
   argv,
   /// Always gemini's stdin, then EOF (no --prompt): the text arrives unchanged, up to gemini_prompt_stdin_max bytes.
   stdin,
@@ -108,9 +109,10 @@ struct gemini_command {
   std::optional<std::string> stdin_text;
 };
 
-/// The command for one prompt, or a message saying which option is invalid (an empty prompt, a session id that is
-/// empty or starts with '-', an include directory that is empty, starts with '-' or holds a comma, a prompt above
-/// gemini_prompt_stdin_max bytes for stdin, run.stdin_data set).
+/// The command for one prompt, or a message saying which option is invalid (an empty prompt, a model starting with
+/// '-', a session id that is empty or starts with '-', an include directory that is empty, starts with '-' or holds a
+/// comma, a prompt above gemini_prompt_stdin_max bytes for stdin, a prompt with a NUL byte for argv, run.stdin_data
+/// set).
 boost::system::result<gemini_command, std::string> build_gemini_command(const gemini_options& options,
                                                                         std::string_view prompt);
 
