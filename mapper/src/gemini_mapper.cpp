@@ -80,7 +80,7 @@ class g_parser {
     utf8_ = simdjson::get_active_implementation();
   }
 
-  /// Parse `line` into `ev` (reset first). Any error: the line is not a valid event.
+  /// Parse `line` into `ev`. Any error: the line is not a valid event (and `ev` is not used).
   error_code parse(std::string_view line, g_event& ev) {
     if (!arena_.empty()) arena_.clear();
     reserve(line.size() + simdjson::SIMDJSON_PADDING);

@@ -514,7 +514,46 @@ TEST(GeminiMapper, FastPathAndOnDemandPathAgree) {
       {"{\"type\":\"message\",\"timestamp\":\"t\xff\",\"role\":\"assistant\",\"content\":\"x\",\"delta\":true}", false},
       {head + "\"\xe2\x82\",\"delta\":true}", false},  // a truncated UTF-8 sequence in the content
   };
+  // The same JSON text with one leading space never matches the fast path's shape: the On-Demand path's verdict.
+  auto agree = [](const std::string& line) {
+    gemini_mapper fast, slow;
+    std::vector<message> fast_out, slow_out;
+    fast.on_line(line, fast_out);
+    slow.on_line(" " + line, slow_out);
+    EXPECT_EQ(fast.stats().invalid_lines, slow.stats().invalid_lines) << line;
+    EXPECT_EQ(to_jsonl(fast_out), to_jsonl(slow_out)) << line;
+    return fast.stats().invalid_lines == 0;
+  };
+  // Random byte edits of real assistant lines after the shared head (deterministic): both paths agree on each.
+  std::uint64_t state = 42;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(state >> 33);
+  };
+  static const std::string kBytes[] = {"\"", "\\", "}", ",", "x", "\x01", "\xff", "\xc3\xa9", "\xe2\x82", " ", "u",
+                                       "\\u00e9", "\\ud83d", "\\q", ":", "{", "]", "true", "0"};
+  std::size_t accepted = 0, tried = 0;
+  for (const auto& l : read_lines(gemini_fixture("tool"))) {
+    if (l.find(R"("role":"assistant")") == std::string::npos) continue;
+    const std::size_t from = std::string_view(R"({"type":"message",)").size();
+    for (int i = 0; i < 400; ++i) {
+      std::string m = l;
+      for (std::size_t edits = 1 + next() % 2; edits > 0; --edits) {
+        const std::size_t at = from + next() % (m.size() - from);
+        switch (next() % 3) {
+          case 0: m.replace(at, 1, kBytes[next() % std::size(kBytes)]); break;
+          case 1: m.insert(at, kBytes[next() % std::size(kBytes)]); break;
+          default: m.erase(at, 1); break;
+        }
+      }
+      ++tried;
+      if (agree(m)) ++accepted;
+    }
+  }
+  EXPECT_GT(accepted, 0u) << "some edits keep the line valid";
+  EXPECT_LT(accepted, tried) << "most edits break it";
   for (const auto& [line, valid] : cases) {
+    EXPECT_EQ(agree(line), valid) << line;
     SCOPED_TRACE(line);
     gemini_mapper mapper;
     std::vector<message> out;
