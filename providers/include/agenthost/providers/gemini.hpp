@@ -66,8 +66,9 @@ struct gemini_options {
   /// `-m MODEL`. Default: empty = gemini's default (its settings, then its built-in model).
   std::string model{};
   /// Resume this session: `--resume ID` (a session id gemini printed in its `init` event, i.e. session.started;
-  /// gemini looks it up among the sessions of the working directory's project and fails when it is unknown). The
-  /// session message is then session.resumed. Default: none = a new session.
+  /// gemini looks it up among the sessions of the working directory's project; an unknown id makes it exit 42 before
+  /// any event: terminal.failed, reason exited). The session message is then session.resumed. Default: none = a new
+  /// session.
   std::optional<std::string> session_id{};
   /// Working directory of the agent (also selects gemini's project: sessions, trust). Default: empty = the host's.
   std::filesystem::path working_directory{};
