@@ -406,7 +406,11 @@ struct gemini_mapper::impl {
   void apply(std::vector<message>& out) {
     switch (ev.kind) {
       case g_kind::unknown: return;
-      case g_kind::init: core.session(out, ev.session_id.value, ev.model.ok() ? ev.model.value : "", ""); return;
+      case g_kind::init:
+        // After a synthesized session (content came first) the id is still worth knowing for the terminal.
+        if (core.session_emitted() && core.session_id().empty()) core.set_session_id(ev.session_id.value);
+        core.session(out, ev.session_id.value, ev.model.ok() ? ev.model.value : "", "");
+        return;
       case g_kind::message:
         // role "user" is the prompt echoed back; only the model's text is reported. Every assistant message is one
         // streamed part (`delta: true` in 0.61.0): its content is new text, emitted exactly as printed.

@@ -405,6 +405,8 @@ TEST(GeminiMapper, ResumedOrRestartedSession) {
   expect_valid_run(early);
   EXPECT_EQ(early.front().content.at("synthesized"), true);
   EXPECT_EQ(early.front().content.at("session_id"), "");
+  EXPECT_EQ(terminal(early).content.at("session_id"), "s-1") << "the late init still names the session";
+  EXPECT_EQ(terminal(early).content.at("model"), "m");
   gemini_mapper m;
   std::vector<message> out;
   m.on_line(kInit, out);
