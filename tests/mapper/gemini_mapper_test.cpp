@@ -219,6 +219,22 @@ TEST(GeminiMapper, StoppedDuringAToolClosesTheCall) {
   }
 }
 
+TEST(GeminiMapper, EveryRecordingGivesTheSameMessagesInBothThinkingModes) {
+  for (const auto* scenario :
+       {"tool", "answer", "http500", "http429", "cut-retry", "flaky", "slow", "long-tool", "long-tool-sigterm"}) {
+    SCOPED_TRACE(scenario);
+    const auto lines = read_lines(gemini_fixture(scenario));
+    for (const run_end& end : {run_end{.status = process::exited{0}}, run_end{.cancelled = true}}) {
+      const auto buffered = run_gemini(lines, end, {.thinking = thinking_mode::buffered});
+      const auto streamed = run_gemini(lines, end, {.thinking = thinking_mode::stream});
+      expect_valid_run(buffered);
+      EXPECT_EQ(to_jsonl(buffered), to_jsonl(streamed));
+      EXPECT_TRUE(of_type(buffered, message_type::assistant_thought).empty());
+      EXPECT_FALSE(terminal(buffered).content.contains("invalid_output_lines"));
+    }
+  }
+}
+
 // ---- terminal decision -------------------------------------------------------------------------------------------------
 
 const std::string kInit = R"({"type":"init","timestamp":"t","session_id":"s-1","model":"m"})";
