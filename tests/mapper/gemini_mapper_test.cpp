@@ -230,7 +230,7 @@ TEST(GeminiMapper, EveryRecordingGivesTheSameMessagesInBothThinkingModes) {
       expect_valid_run(buffered);
       EXPECT_EQ(to_jsonl(buffered), to_jsonl(streamed));
       EXPECT_TRUE(of_type(buffered, message_type::assistant_thought).empty());
-      EXPECT_FALSE(terminal(buffered).content.contains("invalid_output_lines"));
+      EXPECT_FALSE(terminal(buffered).content.contains("invalid_output_line_count"));
     }
   }
 }
