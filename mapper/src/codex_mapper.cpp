@@ -340,7 +340,8 @@ struct codex_mapper::impl {
         core(core_options{.agent = options.agent,
                           .max_invalid_lines = options.max_invalid_lines,
                           .max_invalid_line_bytes = options.max_invalid_line_bytes,
-                          .requested_session_id = options.requested_session_id}) {
+                          .requested_session_id = options.requested_session_id,
+                          .merge_adjacent_text = options.merge_adjacent_text}) {
     // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
     [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
     utf8 = simdjson::get_active_implementation();

@@ -385,7 +385,8 @@ struct gemini_mapper::impl {
         core(detail::core_options{.agent = options.agent,
                                   .max_invalid_lines = options.max_invalid_lines,
                                   .max_invalid_line_bytes = options.max_invalid_line_bytes,
-                                  .requested_session_id = options.requested_session_id}) {}
+                                  .requested_session_id = options.requested_session_id,
+                                  .merge_adjacent_text = options.merge_adjacent_text}) {}
 
   gemini_mapper_options options;
   detail::mapper_core core;

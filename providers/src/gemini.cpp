@@ -100,7 +100,9 @@ agent_run_request make_gemini_run(const gemini_options& o, std::string_view prom
 
 std::unique_ptr<mapper::event_mapper> make_gemini_mapper(const gemini_options& o) {
   return std::make_unique<mapper::gemini_mapper>(
-      mapper::gemini_mapper_options{.thinking = o.thinking_output, .requested_session_id = o.session_id});
+      mapper::gemini_mapper_options{.thinking = o.thinking_output,
+                                   .requested_session_id = o.session_id,
+                                   .merge_adjacent_text = true});
 }
 
 transport::message run_gemini(const gemini_options& options, std::string_view prompt,

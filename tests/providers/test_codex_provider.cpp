@@ -1,5 +1,6 @@
 // The Codex provider: its command lines, and runs through a real child process (a stand-in `codex` script that
 // records its argv and execs the fake agent replaying a recorded codex transcript).
+#include "provider_test_util.hpp"
 #include "test_util.hpp"
 
 #include <agenthost/mapper/codex_mapper.hpp>
@@ -206,7 +207,7 @@ TEST_F(CodexProvider, ToolRunThroughARealProcessMatchesTheMapper) {
   ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.terminal.to_json_line();
   // The same messages as the mapper fed the fixture directly (the exit status is the only addition).
   auto expected = mapped(fixture, {.status = process::exited{0}});
-  EXPECT_EQ(lines(r.messages), lines(expected));
+  EXPECT_EQ(lines(merged_text(r.messages)), lines(merged_text(expected)));
 }
 
 TEST_F(CodexProvider, RunCodexBlockingHelper) {

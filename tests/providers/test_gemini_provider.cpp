@@ -1,5 +1,6 @@
 // The Gemini CLI provider: its command lines, and runs through a real child process (the fake agent replaying what
 // gemini 0.61.0 printed, fixtures/gemini/recorded/), including start failures and cancellation.
+#include "provider_test_util.hpp"
 #include "test_util.hpp"
 
 #include <agenthost/mapper/gemini_mapper.hpp>
@@ -213,9 +214,10 @@ TEST_F(GeminiProvider, ToolRunThroughARealProcessGivesTheMappersMessages) {
   EXPECT_FALSE(r.ec);
   EXPECT_EQ(recorded_argv(), (args{"--output-format", "stream-json", "-m", "tool", "--skip-trust", "--prompt=-p do it"}));
   EXPECT_EQ(r.lines, file_lines(recorded("tool")));
-  const auto expected = mapped(recorded("tool"), {.status = process::exited{0}});
-  ASSERT_EQ(r.messages.size(), expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(r.messages[i], expected[i]) << i;
+  const auto expected = merged_text(mapped(recorded("tool"), {.status = process::exited{0}}));
+  const auto got = merged_text(r.messages);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << i;
   EXPECT_EQ(r.terminal.type, message_type::terminal_completed);
   EXPECT_EQ(r.terminal.content.at("exit_status"), "exited with code 0");
 }

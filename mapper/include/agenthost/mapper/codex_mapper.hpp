@@ -42,6 +42,9 @@ struct codex_mapper_options {
   std::optional<std::string> requested_session_id{};
   /// Agent name reported in session.* `agent` and in terminal texts. Default: "codex".
   std::string agent = "codex";
+  /// Append a text delta to an `assistant` message at the end of the output vector instead of adding one (the deltas
+  /// of one batch of lines become one message; nothing is held back). Default: false; the provider turns it on.
+  bool merge_adjacent_text = false;
 };
 
 class codex_mapper final : public event_mapper {

@@ -53,6 +53,9 @@ struct gemini_mapper_options {
   std::optional<std::string> requested_session_id{};
   /// Agent name reported in session.* `agent` and in texts. Default: "gemini".
   std::string agent = "gemini";
+  /// Append a text delta to an `assistant` message at the end of the output vector instead of adding one (the deltas
+  /// of one batch of lines become one message; nothing is held back). Default: false; the provider turns it on.
+  bool merge_adjacent_text = false;
 };
 
 class gemini_mapper final : public event_mapper {
