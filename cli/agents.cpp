@@ -1,5 +1,7 @@
 #include "agents.hpp"
 
+#include <agenthost/providers/codex.hpp>
+#include <agenthost/providers/gemini.hpp>
 #include <agenthost/providers/pi.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -49,6 +51,18 @@ const std::vector<agent_entry>& agents() {
               providers::async_run_pi(std::move(ex), o, prompt, std::move(cb), std::move(token));
             },
             [](const providers::pi_options& o) { return providers::make_pi_mapper(o); }),
+      entry("codex", [](const parsed&) { return providers::codex_options{}; },
+            [](asio::any_io_executor ex, providers::codex_options o, std::string_view prompt,
+               providers::message_handler cb, auto token) {
+              providers::async_run_codex(std::move(ex), o, prompt, std::move(cb), std::move(token));
+            },
+            [](const providers::codex_options& o) { return providers::make_codex_mapper(o); }),
+      entry("gemini", [](const parsed&) { return providers::gemini_options{}; },
+            [](asio::any_io_executor ex, providers::gemini_options o, std::string_view prompt,
+               providers::message_handler cb, auto token) {
+              providers::async_run_gemini(std::move(ex), o, prompt, std::move(cb), std::move(token));
+            },
+            [](const providers::gemini_options& o) { return providers::make_gemini_mapper(o); }),
   };
   return all;
 }

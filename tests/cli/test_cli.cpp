@@ -103,6 +103,25 @@ TEST(Cli, MapReadsStdinAndTakesTheExitAsGiven) {
   EXPECT_EQ(code.messages.back().content.at("exit_code"), 3);
 }
 
+TEST(Cli, MapsEveryAgentsRecordedOutput) {
+  // One recorded tool run per agent: the agent's own mapper, the same contract.
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"pi", "/pi/pi-0.73.1-json-tool-turn.jsonl"},
+      {"codex", "/codex/recorded/codex-0.171.0-tool.jsonl"},
+      {"gemini", "/gemini/recorded/gemini-0.61.0-tool.jsonl"},
+  };
+  for (const auto& [agent, file] : runs) {
+    auto r = run_cli({"map", "--agent", agent, fixtures + file});
+    EXPECT_EQ(r.exit_code, 0) << agent;
+    ASSERT_FALSE(r.messages.empty()) << agent;
+    EXPECT_EQ(r.messages.front().content.at("agent"), agent);
+    EXPECT_EQ(r.messages.back().type, message_type::terminal_completed) << agent;
+    std::size_t calls = 0;
+    for (const auto& m : r.messages) calls += m.type == message_type::tool_call ? 1 : 0;
+    EXPECT_EQ(calls, 1u) << agent;
+  }
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli({"run", "--agent", "pi"}).exit_code, 2);                      // no prompt
   EXPECT_EQ(run_cli({"run", "--agent", "nope", "hi"}).exit_code, 2);              // unknown agent
@@ -110,6 +129,9 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_cli({"run", "--agent", "pi", "--timeout", "soon", "hi"}).exit_code, 2);
   EXPECT_EQ(run_cli({"frobnicate"}).exit_code, 2);
   EXPECT_EQ(run_cli({"map", "--agent", "pi", "--exit-code", "1", "--exit-signal", "9"}).exit_code, 2);
+  // pi's own flags are refused for the other agents instead of being dropped.
+  EXPECT_EQ(run_cli({"run", "--agent", "codex", "--provider", "x", "hi"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"run", "--agent", "gemini", "--no-session", "hi"}).exit_code, 2);
 }
 
 TEST(Cli, MissingExecutableIsAFailedRunNotAUsageError) {

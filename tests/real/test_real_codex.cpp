@@ -7,6 +7,7 @@
 //
 // Skips (naming why) when codex is not installed or python3 is missing. AGENTHOST_REAL_CODEX overrides the executable.
 // AGENTHOST_RECORD_FIXTURES=1 writes what codex printed into fixtures/codex/recorded/codex-<version>-<scenario>.jsonl.
+#include "cli_interrupt.hpp"
 #include "real_cli_util.hpp"
 
 #include <agenthost/providers/codex.hpp>
@@ -509,5 +510,20 @@ TEST_F(RealCodex, SigtermDuringAToolKillsTheToolProcess) {
   EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled) << r.dump();
   EXPECT_LT(r.elapsed, std::chrono::seconds(20));
 }
+
+#ifdef AGENTHOST_CLI
+// `agenthost run --agent codex` interrupted by SIGINT while the model streams (codex prints no text before the item is
+// complete, so the signal goes once the session started): terminal.cancelled, exit code 130, nothing left.
+TEST_F(RealCodex, CliSigintCancelsTheRunAndExits130) {
+  const auto o = options("slow");
+  const auto r = run_cli_and_interrupt(AGENTHOST_CLI,
+                                       {"run", "--agent", "codex", "--executable", o.executable.string(), "--model",
+                                        "slow", "--cwd", work, "--json", "--timeout", "60s", "--", prompt},
+                                       o.env, dir + "/cli.stderr", "{\"type\":\"session.started\",");
+  expect_cancelled_with_130(r);
+  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, codex or a tool survived";
+  EXPECT_LT(r.elapsed, std::chrono::seconds(20));
+}
+#endif
 
 }  // namespace

@@ -9,6 +9,7 @@
 // Skips (naming why) when gemini is not installed or python3 is missing. AGENTHOST_REAL_GEMINI overrides the
 // executable. AGENTHOST_RECORD_FIXTURES=1 writes what gemini printed into
 // fixtures/gemini/recorded/gemini-<version>-<scenario>.jsonl.
+#include "cli_interrupt.hpp"
 #include "real_cli_util.hpp"
 
 #include <agenthost/providers/gemini.hpp>
@@ -469,5 +470,21 @@ TEST_F(RealGemini, SigtermToTheLeaderDoesNotStopGemini) {
   EXPECT_GE(r.stop_took, policy.graceful_wait) << "only the tree kill after the grace period ends it";
   EXPECT_EQ(::kill(*r.sleep_pid, 0), -1) << "the tool's sleep survived";
 }
+
+#ifdef AGENTHOST_CLI
+// `agenthost run --agent gemini` interrupted by SIGINT once the first text delta is out: terminal.cancelled, exit code
+// 130, nothing left (gemini's own tree included).
+TEST_F(RealGemini, CliSigintCancelsTheRunAndExits130) {
+  const auto o = options("slow", /*relaunch=*/true);
+  const auto r = run_cli_and_interrupt(
+      AGENTHOST_CLI,
+      {"run", "--agent", "gemini", "--executable", o.executable.string(), "--model", "slow", "--cwd", work,
+       "--arg=--skip-trust", "--arg=--approval-mode=yolo", "--json", "--timeout", "60s", "--", prompt},
+      o.env, dir + "/cli.stderr", "{\"type\":\"assistant\",");
+  expect_cancelled_with_130(r);
+  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, gemini or a tool survived";
+  EXPECT_LT(r.elapsed, std::chrono::seconds(30));
+}
+#endif
 
 }  // namespace

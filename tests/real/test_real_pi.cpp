@@ -4,6 +4,7 @@
 //
 // Skips (naming why) when pi is not installed or python3 is missing. AGENTHOST_REAL_PI overrides the pi executable.
 // AGENTHOST_RECORD_FIXTURES=1 writes what pi printed into fixtures/pi/recorded/pi-<version>-<scenario>.jsonl.
+#include "cli_interrupt.hpp"
 #include "real_cli_util.hpp"
 
 #include <agenthost/providers/pi.hpp>
@@ -397,79 +398,16 @@ TEST_F(RealPi, CancellationDuringAToolKillsTheToolProcess) {
 
 #ifdef AGENTHOST_CLI
 TEST_F(RealPi, CliSigintCancelsTheRunAndExits130) {
-  std::vector<std::string> args = {AGENTHOST_CLI, "run", "--agent", "pi", "--executable", pi_executable(),
-                                   "--provider", "mock", "--model", "slow", "--no-session", "--cwd", work,
-                                   "--json", "--timeout", "60s", "--", "Do what the scenario says."};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The host's environment minus proxies and keys, plus pi's isolation (the CLI passes it on to pi).
-  std::vector<std::string> env_store;
-  const auto unset = unset_environment();
-  const auto set = pi_environment();
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string item(*e);
-    const std::string name = item.substr(0, item.find('='));
-    if (std::find(unset.begin(), unset.end(), name) == unset.end() && !set.contains(name)) env_store.push_back(item);
-  }
-  for (const auto& [k, v] : set) env_store.push_back(k + "=" + v);
-  env_store.push_back(std::string("AGENTHOST_REAPER=") + AGENTHOST_REAPER);
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int out[2];
-  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  const std::string err_file = dir + "/cli.stderr";
-  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(out[1]);
-
-  // Read its JSONL; SIGINT once the first assistant line is out. Bounded: 60 s in all.
-  std::string raw;
-  bool signalled = false;
-  char buf[65536];
-  const auto deadline = t0 + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{out[0], POLLIN, 0};
-    if (::poll(&p, 1, 1000) < 0) break;
-    if ((p.revents & (POLLIN | POLLHUP)) == 0) continue;
-    const ssize_t n = ::read(out[0], buf, sizeof buf);
-    if (n <= 0) break;
-    raw.append(buf, static_cast<std::size_t>(n));
-    if (!signalled && raw.find("{\"type\":\"assistant\",") != std::string::npos) {
-      ASSERT_EQ(::kill(pid, SIGINT), 0);
-      signalled = true;
-    }
-  }
-  ::close(out[0]);
-  int status = 0;
-  if (std::chrono::steady_clock::now() >= deadline) ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  const auto elapsed = std::chrono::steady_clock::now() - t0;
-  std::vector<message> messages;
-  std::istringstream lines(raw);
-  for (std::string l; std::getline(lines, l);)
-    if (auto m = message::from_json_line(l)) messages.push_back(*m);
-
-  EXPECT_TRUE(signalled) << "no assistant line came\n" << raw << read_file(err_file);
-  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << raw << read_file(err_file);
-  ASSERT_FALSE(messages.empty()) << raw;
-  EXPECT_EQ(messages.back().type, message_type::terminal_cancelled) << raw;
-  EXPECT_EQ(transport::check_run(messages), std::vector<std::string>{}) << raw;
-  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{})
-      << "agenthost, its reaper, pi or a tool survived";
-  EXPECT_LT(elapsed, std::chrono::seconds(20));
-  std::cout << "[ real pi ] agenthost run + SIGINT: " << messages.size() << " messages, "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms\n";
+  const auto r = run_cli_and_interrupt(
+      AGENTHOST_CLI,
+      {"run", "--agent", "pi", "--executable", pi_executable(), "--provider", "mock", "--model", "slow",
+       "--no-session", "--cwd", work, "--json", "--timeout", "60s", "--", "Do what the scenario says."},
+      {.unset = unset_environment(), .set = pi_environment()}, dir + "/cli.stderr", "{\"type\":\"assistant\",");
+  expect_cancelled_with_130(r);
+  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, pi or a tool survived";
+  EXPECT_LT(r.elapsed, std::chrono::seconds(20));
+  std::cout << "[ real pi ] agenthost run + SIGINT: " << r.messages.size() << " messages, " << r.elapsed.count()
+            << " ms\n";
 }
 #endif
 
