@@ -199,7 +199,9 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   }
 
   void finish(mapper::run_end end) {
-    if (!end.cancelled && !end.timeout) end.status = status_;
+    // Also after a cancellation or a timeout: how the agent exited once stopped is worth reporting (the terminal's
+    // kind is decided by the cause first).
+    end.status = status_;
     if (child_) end.stderr_tail = child_->stderr_tail();
     // Lines still buffered in the pipe when we stopped are lost to a cancelled/timed-out run by design; a natural
     // end has read stdout to EOF.

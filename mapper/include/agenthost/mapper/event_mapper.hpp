@@ -32,7 +32,8 @@ enum class thinking_mode {
 
 /// How the agent's run ended, as the provider saw it. Exactly one of the flags/fields describes the cause.
 struct run_end {
-  /// The agent leader's exit status; nullopt when the process was not waited for (cancelled, timeout).
+  /// The agent leader's exit status (also after a cancellation or timeout, once the stop ended it); nullopt when it is
+  /// not known. A cancellation or a timeout decides the terminal whatever the status says.
   std::optional<process::exit_status> status{};
   /// The caller cancelled: the terminal is terminal.cancelled, whatever the agent printed before.
   bool cancelled = false;
