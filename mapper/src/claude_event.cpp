@@ -1,0 +1,439 @@
+#include "claude_event.hpp"
+
+#include "raw_scan.hpp"
+
+#include <cstring>
+
+namespace agenthost::mapper::detail::claude {
+
+using simdjson::error_code;
+
+namespace {
+
+// Lines above this size leave the parser and buffer oversized; they are released after such a line.
+constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
+
+/// The key of a field: a view of the raw bytes when it has no escape sequence (the usual case, no copy), else the
+/// unescaped key.
+error_code get_key(od::field& field, std::string_view& out) noexcept {
+  const char* raw = field.key().raw();
+  // The document is structurally valid and padded: the closing quote is there.
+  const char* p = raw::find_quote_or_backslash_padded(raw);
+  if (*p == '\\') return field.unescaped_key().get(out);
+  out = std::string_view(raw, static_cast<std::size_t>(p - raw));
+  return simdjson::SUCCESS;
+}
+
+/// True (and the value consumed) when it is JSON null: the field counts as absent.
+bool is_null(od::value& v) noexcept {
+  od::json_type t{};
+  if (v.type().get(t) != simdjson::SUCCESS) return false;  // the read that follows reports the error
+  return t == od::json_type::null;
+}
+
+error_code opt_string(od::value& v, std::string_view& out, string_arena& arena) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  return get_string(v, out, arena);
+}
+
+error_code opt_number(od::value& v, std::optional<double>& out) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  double d = 0;
+  if (auto e = get_number(v, d)) return e;
+  out = d;
+  return simdjson::SUCCESS;
+}
+
+error_code opt_bool(od::value& v, std::optional<bool>& out) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  bool b = false;
+  if (auto e = v.get_bool().get(b)) return e;
+  out = b;
+  return simdjson::SUCCESS;
+}
+
+line_kind classify(std::string_view t) noexcept {
+  if (t == "stream_event") return line_kind::stream_event;
+  if (t == "assistant") return line_kind::assistant;
+  if (t == "user") return line_kind::user;
+  if (t == "system") return line_kind::system;
+  if (t == "result") return line_kind::result;
+  return line_kind::unknown;
+}
+
+api_kind classify_api(std::string_view t) noexcept {
+  if (t == "content_block_delta") return api_kind::content_block_delta;
+  if (t == "content_block_start") return api_kind::content_block_start;
+  if (t == "content_block_stop") return api_kind::content_block_stop;
+  if (t == "message_start") return api_kind::message_start;
+  if (t == "message_delta") return api_kind::message_delta;
+  if (t == "message_stop") return api_kind::message_stop;
+  return api_kind::unknown;
+}
+
+delta_kind classify_delta(std::string_view t) noexcept {
+  if (t == "text_delta") return delta_kind::text;
+  if (t == "thinking_delta") return delta_kind::thinking;
+  if (t == "input_json_delta") return delta_kind::input_json;
+  if (t == "signature_delta") return delta_kind::signature;
+  return delta_kind::unknown;
+}
+
+block_kind classify_block(std::string_view t) noexcept {
+  if (t == "text") return block_kind::text;
+  if (t == "thinking") return block_kind::thinking;
+  if (t == "tool_use") return block_kind::tool_use;
+  if (t == "tool_result") return block_kind::tool_result;
+  return block_kind::other;
+}
+
+}  // namespace
+
+void x_event::reset() {
+  kind = line_kind::unknown;
+  has_type = false;
+  subtype = session_id = uuid = {};
+  from_subagent = false;
+  model = cwd = {};
+  attempt.reset();
+  max_retries.reset();
+  retry_delay_ms.reset();
+  error_status.reset();
+  error = {};
+  api = api_kind::unknown;
+  index.reset();
+  delta = delta_kind::unknown;
+  delta_text = api_message_id = api_model = stop_reason = {};
+  content_block = x_block{};
+  usage = x_usage{};
+  abandoned = false;
+  abandoned_from.reset();
+  abandoned_message_id = {};
+  has_message = false;
+  message_id = message_model = {};
+  nblocks = 0;
+  is_api_error_message = false;
+  if (has_tool_use_result) tool_use_result = nullptr;
+  has_tool_use_result = false;
+  is_error.reset();
+  has_result_text = false;
+  result_text = {};
+  api_error_status.reset();
+  terminal_reason = {};
+  num_turns.reset();
+  total_cost_usd.reset();
+  errors.clear();
+}
+
+event_parser::event_parser() { ev_.blocks.reserve(4); }
+
+void event_parser::reserve_buffer(std::size_t needed) {
+  if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
+    // A huge line grew the buffer and the parser's index: give that memory back.
+    buffer_.reset();
+    capacity_ = 0;
+    parser_ = od::parser{};
+  }
+  if (capacity_ < needed) {
+    std::size_t cap = capacity_ == 0 ? 4096 : capacity_;
+    while (cap < needed) cap *= 2;
+    buffer_ = std::make_unique<char[]>(cap);
+    capacity_ = cap;
+  }
+}
+
+error_code event_parser::parse(std::string_view line) {
+  ev_.reset();
+  if (!arena_.empty()) arena_.clear();
+  reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
+  std::memcpy(buffer_.get(), line.data(), line.size());
+  std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
+
+  od::document doc;
+  if (auto e = parser_.iterate(buffer_.get(), line.size(), capacity_).get(doc)) return e;
+  od::object root;
+  if (auto e = doc.get_object().get(root)) return e;
+  if (auto e = parse_root(root)) return e;
+  if (!ev_.has_type) return simdjson::NO_SUCH_FIELD;
+  // Nothing but whitespace may follow the object.
+  const char* location = nullptr;
+  if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_root(od::object root) {
+  x_event& ev = ev_;
+  for (auto field_result : root) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& v = field.value();
+    // Keys are read whatever `type` says (Claude writes `type` first, except on `result`, where it comes late): every
+    // key below belongs to one kind of line only, and the mapper looks only at the fields of the line's kind.
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(v, t, arena_)) return e;  // `type` must be a string
+      ev.kind = classify(t);
+      ev.has_type = true;
+    } else if (key == "event") {
+      if (auto e = parse_api_event(v)) return e;
+    } else if (key == "parent_tool_use_id") {
+      std::string_view parent;
+      if (auto e = opt_string(v, parent, arena_)) return e;
+      ev.from_subagent = !parent.empty();
+    } else if (key == "session_id") {
+      if (auto e = opt_string(v, ev.session_id, arena_)) return e;
+    } else if (key == "uuid") {
+      if (auto e = opt_string(v, ev.uuid, arena_)) return e;
+    } else if (key == "subtype") {
+      if (auto e = opt_string(v, ev.subtype, arena_)) return e;
+    } else if (key == "message") {
+      if (auto e = parse_message(v)) return e;
+    } else if (key == "tool_use_result") {
+      if (auto e = to_json(v, ev.tool_use_result, arena_)) return e;
+      ev.has_tool_use_result = !ev.tool_use_result.is_null();
+    } else if (key == "is_api_error_message") {
+      std::optional<bool> b;
+      if (auto e = opt_bool(v, b)) return e;
+      ev.is_api_error_message = b.value_or(false);
+    } else if (key == "abandoned_blocks") {
+      if (auto e = parse_abandoned(v)) return e;
+    } else if (key == "model") {
+      if (auto e = opt_string(v, ev.model, arena_)) return e;
+    } else if (key == "cwd") {
+      if (auto e = opt_string(v, ev.cwd, arena_)) return e;
+    } else if (key == "attempt") {
+      if (auto e = opt_number(v, ev.attempt)) return e;
+    } else if (key == "max_retries") {
+      if (auto e = opt_number(v, ev.max_retries)) return e;
+    } else if (key == "retry_delay_ms") {
+      if (auto e = opt_number(v, ev.retry_delay_ms)) return e;
+    } else if (key == "error_status") {
+      if (auto e = opt_number(v, ev.error_status)) return e;
+    } else if (key == "error") {
+      // api_retry's error category; synthetic assistant frames carry one too. Only a string is used.
+      od::json_type t{};
+      if (auto e = v.type().get(t)) return e;
+      if (t == od::json_type::string) {
+        if (auto e = get_string(v, ev.error, arena_)) return e;
+      }
+    } else if (key == "is_error") {
+      if (auto e = opt_bool(v, ev.is_error)) return e;
+    } else if (key == "result") {
+      if (is_null(v)) continue;
+      if (auto e = get_string(v, ev.result_text, arena_)) return e;
+      ev.has_result_text = true;
+    } else if (key == "api_error_status") {
+      if (auto e = opt_number(v, ev.api_error_status)) return e;
+    } else if (key == "stop_reason") {
+      if (auto e = opt_string(v, ev.stop_reason, arena_)) return e;
+    } else if (key == "terminal_reason") {
+      if (auto e = opt_string(v, ev.terminal_reason, arena_)) return e;
+    } else if (key == "num_turns") {
+      if (auto e = opt_number(v, ev.num_turns)) return e;
+    } else if (key == "total_cost_usd") {
+      if (auto e = opt_number(v, ev.total_cost_usd)) return e;
+    } else if (key == "usage") {
+      if (auto e = parse_usage(v, ev.usage)) return e;
+    } else if (key == "errors") {
+      if (auto e = parse_errors(v)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_api_event(od::value v) {
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(fv, t, arena_)) return e;
+      ev_.api = classify_api(t);
+    } else if (key == "index") {
+      if (auto e = opt_number(fv, ev_.index)) return e;
+    } else if (key == "delta") {
+      if (auto e = parse_delta(fv)) return e;
+    } else if (key == "content_block") {
+      if (auto e = parse_block(fv, ev_.content_block)) return e;
+    } else if (key == "usage") {
+      if (auto e = parse_usage(fv, ev_.usage)) return e;
+    } else if (key == "message") {  // message_start: the API message's id, model and initial usage
+      if (is_null(fv)) continue;
+      od::object m;
+      if (auto e = fv.get_object().get(m)) return e;
+      for (auto mf_result : m) {
+        od::field mf;
+        if (auto e = std::move(mf_result).get(mf)) return e;
+        std::string_view mk;
+        if (auto e = get_key(mf, mk)) return e;
+        od::value& mv = mf.value();
+        if (mk == "id") {
+          if (auto e = opt_string(mv, ev_.api_message_id, arena_)) return e;
+        } else if (mk == "model") {
+          if (auto e = opt_string(mv, ev_.api_model, arena_)) return e;
+        } else if (mk == "usage") {
+          if (auto e = parse_usage(mv, ev_.usage)) return e;
+        }
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_delta(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(fv, t, arena_)) return e;
+      ev_.delta = classify_delta(t);
+    } else if (key == "text" || key == "thinking" || key == "partial_json") {
+      if (auto e = opt_string(fv, ev_.delta_text, arena_)) return e;
+    } else if (key == "stop_reason") {  // message_delta
+      if (auto e = opt_string(fv, ev_.stop_reason, arena_)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_block(od::value v, x_block& b) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(fv, t, arena_)) return e;
+      b.kind = classify_block(t);
+    } else if (key == "text" || key == "thinking") {
+      if (auto e = opt_string(fv, b.text, arena_)) return e;
+    } else if (key == "id" || key == "tool_use_id") {
+      if (auto e = opt_string(fv, b.id, arena_)) return e;
+    } else if (key == "name") {
+      if (auto e = opt_string(fv, b.name, arena_)) return e;
+    } else if (key == "input" || key == "content") {
+      // tool_use input / tool_result content: emitted content, built as JSON.
+      if (auto e = to_json(fv, b.input, arena_)) return e;
+      b.has_input = true;
+    } else if (key == "is_error") {
+      std::optional<bool> err;
+      if (auto e = opt_bool(fv, err)) return e;
+      b.is_error = err.value_or(false);
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_message(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  ev_.has_message = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "id") {
+      if (auto e = opt_string(fv, ev_.message_id, arena_)) return e;
+    } else if (key == "model") {
+      if (auto e = opt_string(fv, ev_.message_model, arena_)) return e;
+    } else if (key == "content") {
+      od::json_type t{};
+      if (auto e = fv.type().get(t)) return e;
+      if (t == od::json_type::string || t == od::json_type::null) continue;  // a plain user prompt: nothing to map
+      od::array arr;
+      if (auto e = fv.get_array().get(arr)) return e;
+      for (auto element_result : arr) {
+        od::value element;
+        if (auto e = std::move(element_result).get(element)) return e;
+        if (ev_.nblocks == ev_.blocks.size()) ev_.blocks.emplace_back();
+        x_block& b = ev_.blocks[ev_.nblocks++];
+        b = x_block{};
+        if (auto e = parse_block(element, b)) return e;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_usage(od::value v, x_usage& u) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  u.present = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "input_tokens") {
+      if (auto e = opt_number(fv, u.input)) return e;
+    } else if (key == "output_tokens") {
+      if (auto e = opt_number(fv, u.output)) return e;
+    } else if (key == "cache_read_input_tokens") {
+      if (auto e = opt_number(fv, u.cache_read)) return e;
+    } else if (key == "cache_creation_input_tokens") {
+      if (auto e = opt_number(fv, u.cache_write)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_abandoned(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  ev_.abandoned = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "from_block_index") {
+      if (auto e = opt_number(fv, ev_.abandoned_from)) return e;
+    } else if (key == "api_message_id") {
+      if (auto e = opt_string(fv, ev_.abandoned_message_id, arena_)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_errors(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::array arr;
+  if (auto e = v.get_array().get(arr)) return e;
+  for (auto element_result : arr) {
+    od::value element;
+    if (auto e = std::move(element_result).get(element)) return e;
+    std::string_view s;
+    if (auto e = get_string(element, s, arena_)) return e;
+    if (!ev_.errors.empty()) ev_.errors += "; ";
+    ev_.errors.append(s);
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace agenthost::mapper::detail::claude
