@@ -4,17 +4,17 @@ namespace agenthost::providers {
 
 namespace {
 
-// A comma-joined tool list for `--flag=list`, or why an entry is invalid.
-boost::system::result<std::string, std::string> tool_list(const std::vector<std::string>& tools,
-                                                          std::string_view option) {
-  std::string list;
+// `list` = the tools comma-joined for `--flag=list`; returns why an entry is invalid, if one is.
+std::optional<std::string> tool_list(const std::vector<std::string>& tools, std::string_view option,
+                                     std::string& list) {
+  list.clear();
   for (const auto& t : tools) {
     if (t.empty() || t.front() == '-' || t.find(',') != std::string::npos || t.find('\0') != std::string::npos)
       return "invalid " + std::string(option) + " entry '" + t + "' (empty, starting with '-' or containing ',')";
     if (!list.empty()) list += ',';
     list += t;
   }
-  return list;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -53,19 +53,19 @@ boost::system::result<claude_command, std::string> build_claude_command(const cl
   }
   // `=` form: Claude's list options take every following argument that does not start with '-'.
   if (!o.allowed_tools.empty()) {
-    auto list = tool_list(o.allowed_tools, "allowed_tools");
-    if (!list) return list.error();
-    a.push_back("--allowedTools=" + *list);
+    std::string list;
+    if (auto error = tool_list(o.allowed_tools, "allowed_tools", list)) return *error;
+    a.push_back("--allowedTools=" + list);
   }
   if (!o.disallowed_tools.empty()) {
-    auto list = tool_list(o.disallowed_tools, "disallowed_tools");
-    if (!list) return list.error();
-    a.push_back("--disallowedTools=" + *list);
+    std::string list;
+    if (auto error = tool_list(o.disallowed_tools, "disallowed_tools", list)) return *error;
+    a.push_back("--disallowedTools=" + list);
   }
   if (o.tools) {
-    auto list = tool_list(*o.tools, "tools");
-    if (!list) return list.error();
-    a.push_back("--tools=" + *list);  // "--tools=" = no built-in tool
+    std::string list;
+    if (auto error = tool_list(*o.tools, "tools", list)) return *error;
+    a.push_back("--tools=" + list);  // "--tools=" = no built-in tool
   }
   if (o.permission_mode != claude_permission_mode::unset) {
     const std::string_view mode = to_string(o.permission_mode);
