@@ -94,17 +94,25 @@ void x_event::reset() {
   has_type = false;
   subtype = session_id = uuid = {};
   from_subagent = false;
+  api = api_kind::unknown;
+  index.reset();
+  delta = delta_kind::unknown;
+  delta_text = {};
+  if (!cold_dirty) return;
+  cold_dirty = false;
   model = cwd = {};
   attempt.reset();
   max_retries.reset();
   retry_delay_ms.reset();
   error_status.reset();
   error = {};
-  api = api_kind::unknown;
-  index.reset();
-  delta = delta_kind::unknown;
-  delta_text = api_message_id = api_model = stop_reason = {};
-  content_block = x_block{};
+  api_message_id = api_model = stop_reason = {};
+  // Field by field: assigning a fresh x_block would rebuild its JSON member on every line.
+  content_block.kind = block_kind::other;
+  content_block.text = content_block.id = content_block.name = {};
+  if (content_block.has_input) content_block.input = nullptr;
+  content_block.has_input = false;
+  content_block.is_error = false;
   usage = x_usage{};
   abandoned = false;
   abandoned_from.reset();
@@ -125,7 +133,162 @@ void x_event::reset() {
   errors.clear();
 }
 
-event_parser::event_parser() { ev_.blocks.reserve(4); }
+event_parser::event_parser() {
+  ev_.blocks.reserve(4);
+  // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
+  [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
+  utf8_ = simdjson::get_active_implementation();
+}
+
+// ---- fast path -------------------------------------------------------------------------------------------------------
+
+namespace {
+
+bool starts(const char* p, const char* end, std::string_view s) noexcept {
+  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
+}
+
+// Root keys the On-Demand path reads (besides the ones fast_members handles): a line that has one of them is left to it.
+bool read_by_parse_root(std::string_view k) noexcept {
+  static constexpr std::string_view keys[] = {
+      "type",  "event",     "subtype",        "message",         "tool_use_result", "is_api_error_message",
+      "abandoned_blocks",   "model",          "cwd",             "attempt",         "max_retries",
+      "retry_delay_ms",     "error_status",   "error",           "is_error",        "result",
+      "api_error_status",   "stop_reason",    "terminal_reason", "num_turns",       "total_cost_usd",
+      "usage",              "errors"};
+  for (auto key : keys)
+    if (k.size() == key.size() && k == key) return true;
+  return false;
+}
+
+}  // namespace
+
+// A string at `p` without escapes (those go to On-Demand): its body, and the position after it; nullptr otherwise.
+const char* event_parser::fast_string(const char* p, const char* end, std::string_view& out) {
+  if (p == end || *p != '"') return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* q = raw::scan_string(p, end, body_end, escaped);
+  if (q == nullptr || escaped) return nullptr;
+  out = std::string_view(p + 1, static_cast<std::size_t>(body_end - p - 1));
+  return q;
+}
+
+// The remaining members of the root object, from just after a value: `,"key":value` … `}`. Reads session_id, uuid and
+// parent_tool_use_id; checks the grammar of every other value. Returns the position after the closing brace.
+const char* event_parser::fast_members(const char* p, const char* end) {
+  for (;;) {
+    if (p == end) return nullptr;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return nullptr;
+    std::string_view key;
+    p = fast_string(p + 1, end, key);
+    if (p == nullptr || p == end || *p != ':') return nullptr;
+    ++p;
+    if (key == "session_id") {
+      p = fast_string(p, end, ev_.session_id);
+    } else if (key == "uuid") {
+      p = fast_string(p, end, ev_.uuid);
+    } else if (key == "parent_tool_use_id") {
+      if (starts(p, end, "null")) {
+        p += 4;
+        ev_.from_subagent = false;
+      } else {
+        std::string_view parent;
+        p = fast_string(p, end, parent);
+        ev_.from_subagent = !parent.empty();
+      }
+    } else if (read_by_parse_root(key)) {
+      return nullptr;
+    } else {
+      p = raw::validate_value(p, end, 1);
+    }
+    if (p == nullptr) return nullptr;
+  }
+}
+
+bool event_parser::parse_fast(std::string_view line) {
+  static constexpr std::string_view kDelta = R"({"type":"stream_event","event":{"type":"content_block_delta","index":)";
+  static constexpr std::string_view kSystem = R"({"type":"system","subtype":)";
+  static constexpr std::string_view kBlockStop = R"({"type":"stream_event","event":{"type":"content_block_stop","index":)";
+  static constexpr std::string_view kMessageStop = R"({"type":"stream_event","event":{"type":"message_stop"})";
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  if (starts(p, end, kBlockStop)) {
+    std::int64_t index = 0;
+    p = raw::parse_small_int(p + kBlockStop.size(), end, index);
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::content_block_stop;
+    ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kMessageStop)) {
+    // An `abandoned_blocks` member makes fast_members give up: such a line goes to On-Demand.
+    p = fast_members(p + kMessageStop.size(), end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::message_stop;
+  } else if (starts(p, end, kDelta)) {
+    std::int64_t index = 0;
+    p = raw::parse_small_int(p + kDelta.size(), end, index);
+    static constexpr std::string_view kDeltaType = R"(,"delta":{"type":")";
+    if (p == nullptr || !starts(p, end, kDeltaType)) return false;
+    p += kDeltaType.size();
+    static constexpr std::string_view kText = R"(text_delta","text":)";
+    static constexpr std::string_view kThinking = R"(thinking_delta","thinking":)";
+    static constexpr std::string_view kInput = R"(input_json_delta","partial_json":)";
+    static constexpr std::string_view kSignature = R"(signature_delta","signature":)";
+    if (starts(p, end, kText)) {
+      ev_.delta = delta_kind::text;
+      p += kText.size();
+    } else if (starts(p, end, kThinking)) {
+      ev_.delta = delta_kind::thinking;
+      p += kThinking.size();
+    } else if (starts(p, end, kInput)) {
+      ev_.delta = delta_kind::input_json;
+      p += kInput.size();
+    } else if (starts(p, end, kSignature)) {
+      ev_.delta = delta_kind::signature;  // read (and checked) like a text, not used
+      p += kSignature.size();
+    } else {
+      return false;
+    }
+    // The delta text: escapes are common (newlines, quotes), so they are handled here.
+    if (p == end || *p != '"') return false;
+    const char* body_end = nullptr;
+    bool escaped = false;
+    const char* q = raw::scan_string(p, end, body_end, escaped);
+    if (q == nullptr) return false;
+    if (escaped) {
+      std::string text;
+      if (!raw::escapes_valid(p + 1, body_end) ||
+          !lenient_unescape_append(std::string_view(p + 1, static_cast<std::size_t>(body_end - p - 1)), text))
+        return false;
+      ev_.delta_text = arena_.keep(std::move(text));
+    } else {
+      ev_.delta_text = std::string_view(p + 1, static_cast<std::size_t>(body_end - p - 1));
+    }
+    if (ev_.delta == delta_kind::signature) ev_.delta_text = {};  // as On-Demand, which does not read it
+    p = q;
+    if (!starts(p, end, "}}")) return false;
+    p = fast_members(p + 2, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::content_block_delta;
+    ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kSystem)) {
+    std::string_view subtype;
+    p = fast_string(p + kSystem.size(), end, subtype);
+    if (p == nullptr || subtype == "init" || subtype == "api_retry") return false;  // lines with fields to read
+    ev_.subtype = subtype;
+    p = fast_members(p, end);
+    ev_.kind = line_kind::system;
+  } else {
+    return false;
+  }
+  if (p == nullptr || raw::skip_ws(p, end) != end) return false;
+  if (!raw::is_ascii(line.data(), line.size()) && !utf8_->validate_utf8(line.data(), line.size())) return false;
+  ev_.has_type = true;
+  return true;
+}
 
 void event_parser::reserve_buffer(std::size_t needed) {
   if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
@@ -145,10 +308,14 @@ void event_parser::reserve_buffer(std::size_t needed) {
 error_code event_parser::parse(std::string_view line) {
   ev_.reset();
   if (!arena_.empty()) arena_.clear();
+  if (parse_fast(line)) return simdjson::SUCCESS;
+  ev_.reset();  // the fast path gave up: whatever it set is discarded
+  if (!arena_.empty()) arena_.clear();
   reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
   std::memcpy(buffer_.get(), line.data(), line.size());
   std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
 
+  ev_.cold_dirty = true;
   od::document doc;
   if (auto e = parser_.iterate(buffer_.get(), line.size(), capacity_).get(doc)) return e;
   od::object root;

@@ -3,6 +3,14 @@
 // buffer reused for the parser's lifetime); everything else is skipped. Strings are views into the parser's buffers
 // (or its arena) and stay valid until the next parse(). nlohmann::json is built only for tool input/output.
 //
+// Hot lines — the `content_block_delta` stream events (one per token) and the system lines Claude prints beside them
+// (`thinking_tokens`, `status`) — in the exact compact form Claude writes first go through a strict byte scan
+// (raw_scan.hpp: UTF-8 validation of the whole line, every string closed and free of raw control characters, the
+// grammar of every skipped value, nothing after the object). The scan reads the same fields with the same rules; any
+// line it does not handle exactly as the On-Demand path would (another shape, an escaped key, a repeated or unusual
+// root key, a non-canonical number…) goes through simdjson On-Demand from scratch, which decides. So the accepted set
+// and the events are the same either way.
+//
 // Field rule: a field the mapper reads that is `null` counts as absent (Claude writes `stop_reason: null`,
 // `api_error_status: null`, `parent_tool_use_id: null`…); any other unexpected JSON type makes the line invalid.
 #pragma once
@@ -109,6 +117,11 @@ struct x_event {
   std::optional<double> total_cost_usd;
   std::string errors;  // `errors` strings joined with "; "
 
+  /// Set when the On-Demand path read the line: everything may have been set. The fast path sets only kind, has_type,
+  /// subtype, session_id, uuid, from_subagent, api, index, delta and delta_text, so reset() clears the rest only after
+  /// an On-Demand line (reset is per-token work).
+  bool cold_dirty = true;
+
   void reset();
 };
 
@@ -122,6 +135,9 @@ class event_parser {
 
  private:
   void reserve_buffer(std::size_t needed);
+  bool parse_fast(std::string_view line);
+  const char* fast_members(const char* p, const char* end);
+  const char* fast_string(const char* p, const char* end, std::string_view& out);
   simdjson::error_code parse_root(od::object root);
   simdjson::error_code parse_api_event(od::value v);
   simdjson::error_code parse_delta(od::value v);
@@ -131,6 +147,7 @@ class event_parser {
   simdjson::error_code parse_abandoned(od::value v);
   simdjson::error_code parse_errors(od::value v);
 
+  const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;
   std::size_t capacity_ = 0;

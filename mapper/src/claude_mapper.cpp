@@ -148,6 +148,8 @@ struct claude_mapper::impl {
   bool text_diverged = false;
   bool finished = false;
 
+  // Hashes of the most recent line uuids (a full compare only on a hash match: this runs for every line).
+  std::array<std::size_t, kRecentUuids> recent_hashes{};
   std::array<std::string, kRecentUuids> recent_uuids;
   std::size_t next_uuid = 0;
 
@@ -164,8 +166,10 @@ struct claude_mapper::impl {
 
   bool repeated_line(std::string_view uuid) {
     if (uuid.empty()) return false;
-    for (const auto& u : recent_uuids)
-      if (u == uuid) return true;
+    const std::size_t h = std::hash<std::string_view>{}(uuid);
+    for (std::size_t i = 0; i < kRecentUuids; ++i)
+      if (recent_hashes[i] == h && recent_uuids[i] == uuid) return true;
+    recent_hashes[next_uuid] = h;
     recent_uuids[next_uuid].assign(uuid);
     next_uuid = (next_uuid + 1) % recent_uuids.size();
     return false;
