@@ -487,6 +487,65 @@ TEST(ClaudeMapper, FinishIsIdempotentAndLinesAfterItAreIgnored) {
   EXPECT_EQ(transport::check_run(out), std::vector<std::string>{});
 }
 
+// Delta lines in the exact form Claude prints take a strict byte scan instead of simdjson On-Demand; whatever path a
+// line takes, the rules are the same.
+TEST(ClaudeMapper, HotLinesInClaudesOwnFormFollowTheSameRules) {
+  const std::string init = R"({"type":"system","subtype":"init","cwd":"/","session_id":"s","model":"m"})";
+  const std::string start =
+      R"({"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"session_id":"s","parent_tool_use_id":null,"uuid":"u0"})";
+  auto delta = [](const std::string& text_json, const std::string& tail = R"(,"session_id":"s","parent_tool_use_id":null,"uuid":"UUID"})") {
+    static int n = 0;
+    std::string t = tail;
+    if (const auto p = t.find("UUID"); p != std::string::npos) t.replace(p, 4, "d" + std::to_string(++n));
+    return R"({"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":)" +
+           text_json + "}}" + t;
+  };
+  struct tc {
+    std::string line;
+    std::string text;  // emitted
+    std::size_t invalid;
+  };
+  const std::vector<tc> cases = {
+      {delta(R"("plain")"), "plain", 0},
+      {delta(R"("a\"b\\n\u00e9\n\ud83d!")"), "a\"b\\n\xC3\xA9\n\xEF\xBF\xBD!", 0},  // escapes; a lone surrogate
+      {delta(R"("x")") + " trailing", "", 1},
+      {delta(R"("x")").substr(0, 60), "", 1},                           // cut
+      {delta("\"caf\xC3\"") , "", 1},                                     // invalid UTF-8
+      {delta("\"tab\tinside\""), "", 1},                                  // raw control character in the text
+      {delta(R"("bad \x escape")"), "", 1},
+      {delta(R"(42)"), "", 1},                                            // wrong type
+      {delta(R"("sub")", R"(,"parent_tool_use_id":"toolu_1","uuid":"UUID"})"), "", 0},  // a sub-agent's
+      {delta(R"("x")", R"(,"uuid":"UUID","type":"something_else"})"), "", 0},          // the last `type` wins
+      {delta(R"("x")", R"(,"uuid":"UUID","parent_tool_use_id":5})"), "", 1},
+      {delta(R"("ok")", R"(,"uuid":"UUID","extra":{"a":[1,2.5,true,null,"s\n"]}})"), "ok", 0},
+      {delta(R"("ok")", R"(,"uuid":"UUID","api_message_id":"m\u0041"})"), "ok", 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.line);
+    claude_mapper m;
+    std::vector<message> out;
+    m.on_line(init, out);
+    m.on_line(start, out);
+    m.on_line(c.line, out);
+    EXPECT_EQ(assistant_text(out), c.text);
+    EXPECT_EQ(m.stats().invalid_lines, c.invalid);
+    m.finish(exited(0), out);
+    EXPECT_EQ(transport::check_run(out), std::vector<std::string>{});
+  }
+  // The same text in both forms (Claude's key order, and sorted keys for On-Demand) maps to the same messages.
+  const std::string fast = delta(R"("a\tb\u00e9")");
+  claude_mapper a, b;
+  std::vector<message> out_a, out_b;
+  for (auto* m : {&a, &b}) {
+    auto& out = m == &a ? out_a : out_b;
+    m->on_line(init, out);
+    m->on_line(start, out);
+    m->on_line(m == &a ? fast : json::parse(fast).dump(), out);
+  }
+  EXPECT_EQ(dump(out_a), dump(out_b));
+  EXPECT_EQ(assistant_text(out_a), "a\tb\xC3\xA9");
+}
+
 // ---- text: the double delivery ---------------------------------------------------------------------------------------
 
 TEST(ClaudeMapper, TextThatWasNeverStreamedComesFromTheFrame) {
