@@ -483,7 +483,9 @@ TEST_F(RealClaude, AnswerWithoutToolsStreamingThinking) {
   const auto s = scripted("answer");
   auto o = options("answer");
   o.thinking_output = mapper::thinking_mode::stream;
-  auto r = run("answer", {}, {}, {}, o);
+  // A prompt made of flags: after `--` Claude takes it as the prompt (else it would print its help, or its version).
+  const std::string flags_prompt = "--help -v -p Do what the scenario says.";
+  auto r = run("answer", {}, {}, {}, o, flags_prompt);
   expect_session(r, "answer", work);
   expect_completed(r, s, 1, 100, 15);
   EXPECT_TRUE(r.of(message_type::tool_call).empty());
@@ -502,6 +504,11 @@ TEST_F(RealClaude, AnswerWithoutToolsStreamingThinking) {
   EXPECT_TRUE(frame_blocks(r.raw, "tool_use").empty());
   EXPECT_TRUE(r.raw.of_type("user").empty());
   EXPECT_EQ(mock->requests_of("answer"), (std::vector<std::string>{"complete@turn0"}));
+  json digests;
+  for (const auto& rec : mock->records())
+    if (rec.is_object() && rec.value("scenario", "") == "answer") digests = rec.value("user_digests", json::array());
+  ASSERT_FALSE(digests.empty());
+  EXPECT_EQ(digests.back().at("tail"), flags_prompt.substr(flags_prompt.size() - 32)) << digests.dump();
 }
 
 // An HTTP error: Claude retries once (CLAUDE_CODE_MAX_RETRIES=1, a system/api_retry line), then prints a synthetic

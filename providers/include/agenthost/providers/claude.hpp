@@ -9,6 +9,9 @@
 // default "\x03" + SIGINT to the process group: SIGINT is Claude's graceful interrupt (it stops its running tool
 // itself, reports the interruption and exits 0 within ~0.2 s), SIGTERM is not (it SIGKILLs the tool and exits 143);
 // the tree kill of the stop's last phase covers the rest either way.
+//
+// Thread safety: the functions below only read their arguments (safe from any thread); a run's handlers are called on
+// the executor given to async_run_claude.
 #pragma once
 
 #include <agenthost/mapper/claude_mapper.hpp>
