@@ -441,7 +441,7 @@ struct claude_mapper::impl {
       return;
     }
     if (!ev.has_message) return;
-    if (ev.message_id.empty() || ev.message_id != msg_id) {
+    if (ev.message_id != msg_id) {
       // A message that was not streamed (no message_start with its id): its blocks are new.
       fold_message_usage();
       msg_id.assign(ev.message_id);
