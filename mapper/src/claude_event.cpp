@@ -214,20 +214,7 @@ bool event_parser::parse_fast(std::string_view line) {
   static constexpr std::string_view kMessageStop = R"({"type":"stream_event","event":{"type":"message_stop"})";
   const char* p = line.data();
   const char* const end = p + line.size();
-  if (starts(p, end, kBlockStop)) {
-    std::int64_t index = 0;
-    p = raw::parse_small_int(p + kBlockStop.size(), end, index);
-    if (p == nullptr || p == end || *p != '}') return false;
-    p = fast_members(p + 1, end);
-    ev_.kind = line_kind::stream_event;
-    ev_.api = api_kind::content_block_stop;
-    ev_.index = static_cast<double>(index);
-  } else if (starts(p, end, kMessageStop)) {
-    // An `abandoned_blocks` member makes fast_members give up: such a line goes to On-Demand.
-    p = fast_members(p + kMessageStop.size(), end);
-    ev_.kind = line_kind::stream_event;
-    ev_.api = api_kind::message_stop;
-  } else if (starts(p, end, kDelta)) {
+  if (starts(p, end, kDelta)) {  // the most frequent line first
     std::int64_t index = 0;
     p = raw::parse_small_int(p + kDelta.size(), end, index);
     static constexpr std::string_view kDeltaType = R"(,"delta":{"type":")";
@@ -274,6 +261,19 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::content_block_delta;
     ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kBlockStop)) {
+    std::int64_t index = 0;
+    p = raw::parse_small_int(p + kBlockStop.size(), end, index);
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::content_block_stop;
+    ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kMessageStop)) {
+    // An `abandoned_blocks` member makes fast_members give up: such a line goes to On-Demand.
+    p = fast_members(p + kMessageStop.size(), end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::message_stop;
   } else if (starts(p, end, kSystem)) {
     std::string_view subtype;
     p = fast_string(p + kSystem.size(), end, subtype);

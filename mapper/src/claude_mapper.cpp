@@ -10,6 +10,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
 
 namespace agenthost::mapper {
 
@@ -166,7 +169,16 @@ struct claude_mapper::impl {
 
   bool repeated_line(std::string_view uuid) {
     if (uuid.empty()) return false;
-    const std::size_t h = std::hash<std::string_view>{}(uuid);
+    // Uuids are random: their first and last 8 bytes make a good, cheap hash (this runs for every line).
+    std::size_t h = uuid.size();
+    if (uuid.size() >= 8) {
+      std::uint64_t a = 0, b = 0;
+      std::memcpy(&a, uuid.data(), 8);
+      std::memcpy(&b, uuid.data() + uuid.size() - 8, 8);
+      h ^= a ^ (b * 0x9E3779B97F4A7C15ULL);
+    } else {
+      h = std::hash<std::string_view>{}(uuid);
+    }
     for (std::size_t i = 0; i < kRecentUuids; ++i)
       if (recent_hashes[i] == h && recent_uuids[i] == uuid) return true;
     recent_hashes[next_uuid] = h;
