@@ -100,8 +100,7 @@ struct claude_mapper::impl {
   struct block_state {
     block_kind kind = block_kind::other;
     bool started = false;
-    bool framed = false;   // its full `assistant` frame arrived
-    bool stopped = false;  // content_block_stop arrived
+    bool framed = false;  // its full `assistant` frame arrived
     bool diverged = false;
     bool thought_done = false;  // thinking: completed (held or released, or dropped)
     std::string text;           // text: what was emitted for it; thinking: the thinking so far
@@ -408,7 +407,6 @@ struct claude_mapper::impl {
       case api_kind::content_block_stop: {
         block_state* b = block_at(ev.index, false);
         if (b == nullptr) return;
-        b->stopped = true;
         if (open_block == static_cast<int>(*ev.index)) open_block = -1;
         // The frame normally came first; without one the streamed input is complete now.
         if (b->kind == block_kind::tool_use) emit_tool_call(*b, out, nullptr);
