@@ -133,7 +133,7 @@ void x_event::reset() {
   errors.clear();
 }
 
-event_parser::event_parser() {
+event_parser::event_parser(bool fast_path) : fast_path_(fast_path) {
   ev_.blocks.reserve(4);
   // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
   [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
@@ -308,7 +308,7 @@ void event_parser::reserve_buffer(std::size_t needed) {
 error_code event_parser::parse(std::string_view line) {
   ev_.reset();
   if (!arena_.empty()) arena_.clear();
-  if (parse_fast(line)) return simdjson::SUCCESS;
+  if (fast_path_ && parse_fast(line)) return simdjson::SUCCESS;
   ev_.reset();  // the fast path gave up: whatever it set is discarded
   if (!arena_.empty()) arena_.clear();
   reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);

@@ -127,7 +127,8 @@ struct x_event {
 
 class event_parser {
  public:
-  event_parser();
+  /// `fast_path` = false: every line through On-Demand (for the tests that check both paths give the same events).
+  explicit event_parser(bool fast_path = true);
   /// Parses one line. SUCCESS: event() holds it. Anything else: the line is invalid (not one JSON object with a string
   /// `type` and nothing after it, a wrong field type, invalid UTF-8, too deep a value…).
   simdjson::error_code parse(std::string_view line);
@@ -147,6 +148,7 @@ class event_parser {
   simdjson::error_code parse_abandoned(od::value v);
   simdjson::error_code parse_errors(od::value v);
 
+  bool fast_path_ = true;
   const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;

@@ -1,6 +1,8 @@
 // Behavioural tests of the Claude Code mapper over every recorded transcript (fixtures/claude-code/recorded/) and
 // hostile variations of them: exact scripted texts, thinking in both modes, tools, terminals, bad input.
 #include <agenthost/mapper/claude_mapper.hpp>
+
+#include "claude_event.hpp"  // mapper/src: the line parser's two paths
 #include <agenthost/transport/contract_checker.hpp>
 #include <agenthost/transport/message.hpp>
 
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -544,6 +547,57 @@ TEST(ClaudeMapper, HotLinesInClaudesOwnFormFollowTheSameRules) {
   }
   EXPECT_EQ(dump(out_a), dump(out_b));
   EXPECT_EQ(assistant_text(out_a), "a\tb\xC3\xA9");
+}
+
+// The byte-scan fast path and simdjson On-Demand give the same verdict and the same event for every recorded line and
+// for thousands of damaged variants of the hot ones (cut, a byte replaced by a structural or invalid character).
+TEST(ClaudeMapper, TheFastPathAndOnDemandAgreeOnEveryLine) {
+  using detail::claude::event_parser;
+  using detail::claude::x_event;
+  event_parser fast(true), slow(false);
+  std::size_t compared = 0, accepted = 0, fast_hits = 0;
+  auto same = [&](const std::string& line) {
+    const auto a = fast.parse(line);
+    const auto b = slow.parse(line);
+    ++compared;
+    ASSERT_EQ(a, b) << line;
+    if (a != simdjson::SUCCESS) return;
+    ++accepted;
+    const x_event& x = fast.event();
+    const x_event& y = slow.event();
+    EXPECT_EQ(x.kind, y.kind) << line;
+    EXPECT_EQ(x.subtype, y.subtype) << line;
+    EXPECT_EQ(x.session_id, y.session_id) << line;
+    EXPECT_EQ(x.uuid, y.uuid) << line;
+    EXPECT_EQ(x.from_subagent, y.from_subagent) << line;
+    EXPECT_EQ(x.api, y.api) << line;
+    EXPECT_EQ(x.index, y.index) << line;
+    EXPECT_EQ(x.delta, y.delta) << line;
+    EXPECT_EQ(x.delta_text, y.delta_text) << line;
+    EXPECT_EQ(x.abandoned, y.abandoned) << line;
+    if (!x.cold_dirty) ++fast_hits;
+  };
+  const std::string damage = std::string("\"\\}{],:0 \x01\xff") + '\0';
+  for (const std::string file :
+       {"answer.jsonl", "cut-retry.jsonl", "flaky.jsonl", "http429.jsonl", "http500.jsonl",
+        "long-tool-echo-sigint-before-tool.jsonl", "long-tool-echo-sigint-cli-only.jsonl",
+        "long-tool-echo-sigterm.jsonl", "long-tool-echo.jsonl", "long-tool.jsonl", "slow.jsonl", "tool.jsonl"}) {
+    for (const auto& line : read_lines(file)) {
+      same(line);
+      if (line.size() > 600) continue;  // the hot lines are short; frames and results take On-Demand anyway
+      for (std::size_t i = 0; i < line.size(); i += 3) {
+        same(line.substr(0, i));
+        for (char c : damage) {
+          std::string v = line;
+          v[i] = c;
+          same(v);
+        }
+      }
+    }
+  }
+  EXPECT_GT(fast_hits, 200u) << "the fast path took too few lines to mean anything";
+  std::cout << "[ claude parser ] " << compared << " lines compared, " << accepted << " accepted, " << fast_hits
+            << " by the fast path\n";
 }
 
 // ---- text: the double delivery ---------------------------------------------------------------------------------------
