@@ -174,6 +174,49 @@ const char* event_parser::fast_string(const char* p, const char* end, std::strin
   return q;
 }
 
+// A string without escapes, or null (absent: `out` unchanged).
+const char* event_parser::fast_opt_string(const char* p, const char* end, std::string_view& out) {
+  if (starts(p, end, "null")) return p + 4;
+  return fast_string(p, end, out);
+}
+
+// An object at `p`: `member(key, value position)` reads or skips each value and returns the position after it
+// (nullptr: not handled). Keys with escapes are not handled. Returns the position after the closing brace.
+const char* event_parser::fast_object(const char* p, const char* end,
+                                      const std::function<const char*(std::string_view key, const char* p)>& member) {
+  if (p == end || *p != '{') return nullptr;
+  ++p;
+  if (p != end && *p == '}') return p + 1;
+  for (;;) {
+    std::string_view key;
+    p = fast_string(p, end, key);
+    if (p == nullptr || p == end || *p != ':') return nullptr;
+    p = member(key, p + 1);
+    if (p == nullptr || p == end) return nullptr;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return nullptr;
+    ++p;
+  }
+}
+
+// Anthropic usage (message_start.message.usage, message_delta.usage): the four counts as canonical integers or null.
+const char* event_parser::fast_usage(const char* p, const char* end, x_usage& u) {
+  u.present = true;
+  return fast_object(p, end, [&](std::string_view key, const char* v) -> const char* {
+    std::optional<double>* target = key == "input_tokens"                  ? &u.input
+                                    : key == "output_tokens"               ? &u.output
+                                    : key == "cache_read_input_tokens"     ? &u.cache_read
+                                    : key == "cache_creation_input_tokens" ? &u.cache_write
+                                                                           : nullptr;
+    if (target == nullptr) return raw::validate_value(v, end, 3);
+    if (starts(v, end, "null")) return v + 4;
+    std::int64_t n = 0;
+    const char* q = raw::parse_small_int(v, end, n);
+    if (q != nullptr) *target = static_cast<double>(n);
+    return q;
+  });
+}
+
 // The remaining members of the root object, from just after a value: `,"key":value` … `}`. Reads session_id, uuid and
 // parent_tool_use_id; checks the grammar of every other value. Returns the position after the closing brace.
 const char* event_parser::fast_members(const char* p, const char* end) {
@@ -212,6 +255,11 @@ bool event_parser::parse_fast(std::string_view line) {
   static constexpr std::string_view kSystem = R"({"type":"system","subtype":)";
   static constexpr std::string_view kBlockStop = R"({"type":"stream_event","event":{"type":"content_block_stop","index":)";
   static constexpr std::string_view kMessageStop = R"({"type":"stream_event","event":{"type":"message_stop"})";
+  static constexpr std::string_view kBlockStart =
+      R"({"type":"stream_event","event":{"type":"content_block_start","index":)";
+  static constexpr std::string_view kMessageDelta = R"({"type":"stream_event","event":{"type":"message_delta","delta":)";
+  static constexpr std::string_view kMessageStart =
+      R"({"type":"stream_event","event":{"type":"message_start","message":)";
   const char* p = line.data();
   const char* const end = p + line.size();
   if (starts(p, end, kDelta)) {  // the most frequent line first
@@ -261,6 +309,63 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::content_block_delta;
     ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kBlockStart)) {
+    ev_.cold_dirty = true;  // sets fields reset() only clears after such lines
+    std::int64_t index = 0;
+    p = raw::parse_small_int(p + kBlockStart.size(), end, index);
+    static constexpr std::string_view kBlock = R"(,"content_block":)";
+    if (p == nullptr || !starts(p, end, kBlock)) return false;
+    x_block& b = ev_.content_block;
+    p = fast_object(p + kBlock.size(), end, [&](std::string_view key, const char* v) -> const char* {
+      if (key == "type") {
+        std::string_view t;
+        const char* q = fast_string(v, end, t);
+        b.kind = classify_block(t);
+        return q;
+      }
+      if (key == "text" || key == "thinking") return fast_opt_string(v, end, b.text);
+      if (key == "id" || key == "tool_use_id") return fast_opt_string(v, end, b.id);
+      if (key == "name") return fast_opt_string(v, end, b.name);
+      if (key == "input" || key == "content") {
+        if (!starts(v, end, "{}")) return nullptr;  // only the empty input a tool_use starts with
+        b.input = nlohmann::json::object();
+        b.has_input = true;
+        return v + 2;
+      }
+      if (key == "is_error") return nullptr;
+      return raw::validate_value(v, end, 3);
+    });
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::content_block_start;
+    ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kMessageDelta)) {
+    ev_.cold_dirty = true;
+    p = fast_object(p + kMessageDelta.size(), end, [&](std::string_view key, const char* v) -> const char* {
+      if (key == "stop_reason") return fast_opt_string(v, end, ev_.stop_reason);
+      if (key == "type" || key == "text" || key == "thinking" || key == "partial_json") return nullptr;
+      return raw::validate_value(v, end, 3);
+    });
+    static constexpr std::string_view kUsage = R"(,"usage":)";
+    if (p == nullptr || !starts(p, end, kUsage)) return false;
+    p = fast_usage(p + kUsage.size(), end, ev_.usage);
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::message_delta;
+  } else if (starts(p, end, kMessageStart)) {
+    ev_.cold_dirty = true;
+    p = fast_object(p + kMessageStart.size(), end, [&](std::string_view key, const char* v) -> const char* {
+      if (key == "id") return fast_opt_string(v, end, ev_.api_message_id);
+      if (key == "model") return fast_opt_string(v, end, ev_.api_model);
+      if (key == "usage") return fast_usage(v, end, ev_.usage);
+      return raw::validate_value(v, end, 3);
+    });
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::message_start;
   } else if (starts(p, end, kBlockStop)) {
     std::int64_t index = 0;
     p = raw::parse_small_int(p + kBlockStop.size(), end, index);
@@ -308,7 +413,8 @@ void event_parser::reserve_buffer(std::size_t needed) {
 error_code event_parser::parse(std::string_view line) {
   ev_.reset();
   if (!arena_.empty()) arena_.clear();
-  if (fast_path_ && parse_fast(line)) return simdjson::SUCCESS;
+  took_fast_ = fast_path_ && parse_fast(line);
+  if (took_fast_) return simdjson::SUCCESS;
   ev_.reset();  // the fast path gave up: whatever it set is discarded
   if (!arena_.empty()) arena_.clear();
   reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);

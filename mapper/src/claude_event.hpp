@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -133,12 +134,18 @@ class event_parser {
   /// `type` and nothing after it, a wrong field type, invalid UTF-8, too deep a value…).
   simdjson::error_code parse(std::string_view line);
   [[nodiscard]] const x_event& event() const noexcept { return ev_; }
+  /// Whether the last line was read by the byte-scan fast path (for tests).
+  [[nodiscard]] bool took_fast_path() const noexcept { return took_fast_; }
 
  private:
   void reserve_buffer(std::size_t needed);
   bool parse_fast(std::string_view line);
   const char* fast_members(const char* p, const char* end);
   const char* fast_string(const char* p, const char* end, std::string_view& out);
+  const char* fast_opt_string(const char* p, const char* end, std::string_view& out);
+  const char* fast_usage(const char* p, const char* end, x_usage& u);
+  const char* fast_object(const char* p, const char* end,
+                          const std::function<const char*(std::string_view key, const char* p)>& member);
   simdjson::error_code parse_root(od::object root);
   simdjson::error_code parse_api_event(od::value v);
   simdjson::error_code parse_delta(od::value v);
@@ -149,6 +156,7 @@ class event_parser {
   simdjson::error_code parse_errors(od::value v);
 
   bool fast_path_ = true;
+  bool took_fast_ = false;
   const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;

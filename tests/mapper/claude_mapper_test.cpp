@@ -575,7 +575,21 @@ TEST(ClaudeMapper, TheFastPathAndOnDemandAgreeOnEveryLine) {
     EXPECT_EQ(x.delta, y.delta) << line;
     EXPECT_EQ(x.delta_text, y.delta_text) << line;
     EXPECT_EQ(x.abandoned, y.abandoned) << line;
-    if (!x.cold_dirty) ++fast_hits;
+    EXPECT_EQ(x.api_message_id, y.api_message_id) << line;
+    EXPECT_EQ(x.api_model, y.api_model) << line;
+    EXPECT_EQ(x.stop_reason, y.stop_reason) << line;
+    EXPECT_EQ(x.usage.present, y.usage.present) << line;
+    EXPECT_EQ(x.usage.input, y.usage.input) << line;
+    EXPECT_EQ(x.usage.output, y.usage.output) << line;
+    EXPECT_EQ(x.usage.cache_read, y.usage.cache_read) << line;
+    EXPECT_EQ(x.usage.cache_write, y.usage.cache_write) << line;
+    EXPECT_EQ(x.content_block.kind, y.content_block.kind) << line;
+    EXPECT_EQ(x.content_block.text, y.content_block.text) << line;
+    EXPECT_EQ(x.content_block.id, y.content_block.id) << line;
+    EXPECT_EQ(x.content_block.name, y.content_block.name) << line;
+    EXPECT_EQ(x.content_block.has_input, y.content_block.has_input) << line;
+    EXPECT_EQ(x.content_block.input, y.content_block.input) << line;
+    if (fast.took_fast_path()) ++fast_hits;
   };
   const std::string damage = std::string("\"\\}{],:0 \x01\xff") + '\0';
   for (const std::string file :
