@@ -3,8 +3,9 @@
 // buffer reused for the parser's lifetime); everything else is skipped. Strings are views into the parser's buffers
 // (or its arena) and stay valid until the next parse(). nlohmann::json is built only for tool input/output.
 //
-// Hot lines — the `content_block_delta` stream events (one per token) and the system lines Claude prints beside them
-// (`thinking_tokens`, `status`) — in the exact compact form Claude writes first go through a strict byte scan
+// Stream lines — `content_block_delta` (one per token), `content_block_start`/`_stop`, `message_start`/`_delta`/`_stop`
+// — and the system lines Claude prints beside them (`thinking_tokens`, `status`), in the exact compact form Claude
+// writes, first go through a strict byte scan
 // (raw_scan.hpp: UTF-8 validation of the whole line, every string closed and free of raw control characters, the
 // grammar of every skipped value, nothing after the object). The scan reads the same fields with the same rules; any
 // line it does not handle exactly as the On-Demand path would (another shape, an escaped key, a repeated or unusual

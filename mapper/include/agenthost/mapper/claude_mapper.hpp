@@ -6,9 +6,10 @@
 //   for (each stdout line) mapper.on_line(line, out);     // assistant deltas, tool.*, status… as they happen
 //   mapper.finish(run_end{.status = exit_status}, out);     // exactly one terminal.* (last)
 //
-// Pure: no I/O, no clock, no threads. Each line is read with simdjson On-Demand (one parser and one padded buffer
-// reused for the mapper's lifetime); only the fields the mapping needs are read, and nlohmann::json is built only for
-// emitted content (tool input/output). Work is O(total input); memory is O(longest line + the current API message's
+// Pure: no I/O, no clock, no threads. Stream and system lines in Claude's exact compact form are read by a strict byte
+// scan; other lines, and any line the scan finds unusual, by simdjson On-Demand (one parser and one padded buffer
+// reused for the mapper's lifetime) — the same accepted set and events either way. Only the fields the mapping needs
+// are read, and nlohmann::json is built only for emitted content (tool input/output). Work is O(total input); memory is O(longest line + the current API message's
 // blocks + held thinking + open tool calls + the ids of closed calls), never O(stream bytes).
 //
 // Claude relays every streamed content block twice — as raw API `stream_event` deltas and then as a full `assistant`
