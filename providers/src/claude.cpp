@@ -37,6 +37,12 @@ boost::system::result<claude_command, std::string> build_claude_command(const cl
   if (o.run.stdin_data)
     return std::string("claude_options::run.stdin_data must be empty: the provider uses it for long prompts");
   if (prompt.empty()) return std::string("the prompt is empty (claude -p would wait for one on stdin)");
+  // execve() ends every argument at its first NUL: an option holding one would be cut silently.
+  auto has_nul = [](std::string_view v) { return v.find('\0') != std::string_view::npos; };
+  for (const auto& e : o.extra_args)
+    if (has_nul(e)) return std::string("an extra argument contains a NUL byte");
+  if (has_nul(o.model) || (o.session_id && has_nul(*o.session_id)) || has_nul(o.append_system_prompt))
+    return std::string("model, session_id or append_system_prompt contains a NUL byte");
   claude_command cmd;
   std::vector<std::string>& a = cmd.args;
   // Extra arguments first: whatever they are, the prompt still comes after `--`.
@@ -77,8 +83,8 @@ boost::system::result<claude_command, std::string> build_claude_command(const cl
     if (*o.max_turns < 1) return "invalid max_turns " + std::to_string(*o.max_turns) + " (must be at least 1)";
     a.insert(a.end(), {"--max-turns", std::to_string(*o.max_turns)});
   }
-  if (prompt.size() > claude_prompt_argv_max) {
-    // `claude -p` without a prompt argument reads the prompt from stdin (to EOF).
+  if (prompt.size() > claude_prompt_argv_max || has_nul(prompt)) {
+    // `claude -p` without a prompt argument reads the prompt from stdin (to EOF), which carries any byte.
     cmd.stdin_text.emplace(prompt);
     return cmd;
   }

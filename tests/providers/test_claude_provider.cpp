@@ -80,6 +80,8 @@ TEST(ClaudeArguments, InvalidOptionsAreErrorsNamingTheOption) {
   cases.push_back({{.tools = std::vector<std::string>{"a,b"}}, "x", "tools"});
   cases.push_back({{.max_turns = 0}, "x", "max_turns"});
   cases.push_back({{}, "", "prompt is empty"});
+  cases.push_back({{.model = std::string("a\0b", 3)}, "x", "NUL"});
+  cases.push_back({{.extra_args = {std::string("--x\0", 4)}}, "x", "NUL"});
   claude_options with_stdin;
   with_stdin.run.stdin_data = "x";
   cases.push_back({with_stdin, "x", "stdin_data"});
@@ -108,6 +110,13 @@ TEST(ClaudeArguments, ALongPromptGoesThroughStdin) {
   EXPECT_EQ(r.spawn->stdin_mode, process::stdin_kind::pipe);
   ASSERT_TRUE(r.run.stdin_data);
   EXPECT_EQ(*r.run.stdin_data, big);
+  // A NUL byte would cut an argument: such a prompt goes through stdin whole, whatever its size.
+  const std::string nul("before\0after", 12);
+  auto n = providers::make_claude_run({}, nul);
+  ASSERT_TRUE(n.spawn);
+  EXPECT_EQ(n.spawn->args, fixed);
+  ASSERT_TRUE(n.run.stdin_data);
+  EXPECT_EQ(*n.run.stdin_data, nul);
 }
 
 TEST(ClaudeArguments, TheDefaultStopIsClaudesGracefulInterrupt) {

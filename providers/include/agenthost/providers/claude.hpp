@@ -101,8 +101,9 @@ struct claude_command {
 /// The command for one prompt, or a message saying which option is invalid. Rules: extra arguments first, then ours;
 /// list-valued flags use the `--flag=value` form (Claude's list options take every following argument that does not
 /// start with '-'); the prompt follows `--`, so it is never read as a flag whatever it starts with; a prompt above
-/// claude_prompt_argv_max bytes goes to stdin instead (no `--`, no prompt argument). An empty prompt is invalid
-/// (Claude would wait for one on stdin).
+/// claude_prompt_argv_max bytes, or holding a NUL byte (which an argument cannot carry), goes to stdin instead (no
+/// `--`, no prompt argument). An empty prompt is invalid (Claude would wait for one on stdin), and so is a NUL byte in
+/// any other option.
 boost::system::result<claude_command, std::string> build_claude_command(const claude_options& options,
                                                                         std::string_view prompt);
 
