@@ -1,5 +1,6 @@
 #include "agents.hpp"
 
+#include <agenthost/providers/claude.hpp>
 #include <agenthost/providers/codex.hpp>
 #include <agenthost/providers/gemini.hpp>
 #include <agenthost/providers/pi.hpp>
@@ -51,6 +52,12 @@ const std::vector<agent_entry>& agents() {
               providers::async_run_pi(std::move(ex), o, prompt, std::move(cb), std::move(token));
             },
             [](const providers::pi_options& o) { return providers::make_pi_mapper(o); }),
+      entry("claude", [](const parsed&) { return providers::claude_options{}; },
+            [](asio::any_io_executor ex, providers::claude_options o, std::string_view prompt,
+               providers::message_handler cb, auto token) {
+              providers::async_run_claude(std::move(ex), o, prompt, std::move(cb), std::move(token));
+            },
+            [](const providers::claude_options& o) { return providers::make_claude_mapper(o); }),
       entry("codex", [](const parsed&) { return providers::codex_options{}; },
             [](asio::any_io_executor ex, providers::codex_options o, std::string_view prompt,
                providers::message_handler cb, auto token) {

@@ -107,6 +107,7 @@ TEST(Cli, MapsEveryAgentsRecordedOutput) {
   // One recorded tool run per agent: the agent's own mapper, the same contract.
   const std::vector<std::pair<std::string, std::string>> runs = {
       {"pi", "/pi/pi-0.73.1-json-tool-turn.jsonl"},
+      {"claude", "/claude-code/recorded/tool.jsonl"},
       {"codex", "/codex/recorded/codex-0.171.0-tool.jsonl"},
       {"gemini", "/gemini/recorded/gemini-0.61.0-tool.jsonl"},
   };

@@ -1,0 +1,712 @@
+#include "claude_event.hpp"
+
+#include "raw_scan.hpp"
+
+#include <cstring>
+
+namespace agenthost::mapper::detail::claude {
+
+using simdjson::error_code;
+
+namespace {
+
+// Lines above this size leave the parser and buffer oversized; they are released after such a line.
+constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
+
+/// The key of a field: a view of the raw bytes when it has no escape sequence (the usual case, no copy), else the
+/// unescaped key.
+error_code get_key(od::field& field, std::string_view& out) noexcept {
+  const char* raw = field.key().raw();
+  // The document is structurally valid and padded: the closing quote is there.
+  const char* p = raw::find_quote_or_backslash_padded(raw);
+  if (*p == '\\') return field.unescaped_key().get(out);
+  out = std::string_view(raw, static_cast<std::size_t>(p - raw));
+  return simdjson::SUCCESS;
+}
+
+/// True (and the value consumed) when it is JSON null: the field counts as absent.
+bool is_null(od::value& v) noexcept {
+  od::json_type t{};
+  if (v.type().get(t) != simdjson::SUCCESS) return false;  // the read that follows reports the error
+  return t == od::json_type::null;
+}
+
+error_code opt_string(od::value& v, std::string_view& out, string_arena& arena) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  return get_string(v, out, arena);
+}
+
+error_code opt_number(od::value& v, std::optional<double>& out) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  double d = 0;
+  if (auto e = get_number(v, d)) return e;
+  out = d;
+  return simdjson::SUCCESS;
+}
+
+error_code opt_bool(od::value& v, std::optional<bool>& out) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  bool b = false;
+  if (auto e = v.get_bool().get(b)) return e;
+  out = b;
+  return simdjson::SUCCESS;
+}
+
+line_kind classify(std::string_view t) noexcept {
+  if (t == "stream_event") return line_kind::stream_event;
+  if (t == "assistant") return line_kind::assistant;
+  if (t == "user") return line_kind::user;
+  if (t == "system") return line_kind::system;
+  if (t == "result") return line_kind::result;
+  return line_kind::unknown;
+}
+
+api_kind classify_api(std::string_view t) noexcept {
+  if (t == "content_block_delta") return api_kind::content_block_delta;
+  if (t == "content_block_start") return api_kind::content_block_start;
+  if (t == "content_block_stop") return api_kind::content_block_stop;
+  if (t == "message_start") return api_kind::message_start;
+  if (t == "message_delta") return api_kind::message_delta;
+  if (t == "message_stop") return api_kind::message_stop;
+  return api_kind::unknown;
+}
+
+delta_kind classify_delta(std::string_view t) noexcept {
+  if (t == "text_delta") return delta_kind::text;
+  if (t == "thinking_delta") return delta_kind::thinking;
+  if (t == "input_json_delta") return delta_kind::input_json;
+  if (t == "signature_delta") return delta_kind::signature;
+  return delta_kind::unknown;
+}
+
+block_kind classify_block(std::string_view t) noexcept {
+  if (t == "text") return block_kind::text;
+  if (t == "thinking") return block_kind::thinking;
+  if (t == "tool_use") return block_kind::tool_use;
+  if (t == "tool_result") return block_kind::tool_result;
+  return block_kind::other;
+}
+
+}  // namespace
+
+void x_event::reset() {
+  kind = line_kind::unknown;
+  has_type = false;
+  subtype = session_id = uuid = {};
+  from_subagent = false;
+  api = api_kind::unknown;
+  index.reset();
+  delta = delta_kind::unknown;
+  delta_text = {};
+  if (!cold_dirty) return;
+  cold_dirty = false;
+  model = cwd = {};
+  attempt.reset();
+  max_retries.reset();
+  retry_delay_ms.reset();
+  error_status.reset();
+  error = {};
+  api_message_id = api_model = stop_reason = {};
+  // Field by field: assigning a fresh x_block would rebuild its JSON member on every line.
+  content_block.kind = block_kind::other;
+  content_block.text = content_block.id = content_block.name = {};
+  if (content_block.has_input) content_block.input = nullptr;
+  content_block.has_input = false;
+  content_block.is_error = false;
+  usage = x_usage{};
+  abandoned = false;
+  abandoned_from.reset();
+  abandoned_message_id = {};
+  has_message = false;
+  message_id = message_model = {};
+  nblocks = 0;
+  is_api_error_message = false;
+  if (has_tool_use_result) tool_use_result = nullptr;
+  has_tool_use_result = false;
+  is_error.reset();
+  has_result_text = false;
+  result_text = {};
+  api_error_status.reset();
+  terminal_reason = {};
+  num_turns.reset();
+  total_cost_usd.reset();
+  errors.clear();
+}
+
+event_parser::event_parser(bool fast_path) : fast_path_(fast_path) {
+  ev_.blocks.reserve(4);
+  // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
+  [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
+  utf8_ = simdjson::get_active_implementation();
+}
+
+// ---- fast path -------------------------------------------------------------------------------------------------------
+
+namespace {
+
+bool starts(const char* p, const char* end, std::string_view s) noexcept {
+  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
+}
+
+// Root keys the On-Demand path reads (besides the ones fast_members handles): a line that has one of them is left to it.
+bool read_by_parse_root(std::string_view k) noexcept {
+  static constexpr std::string_view keys[] = {
+      "type",  "event",     "subtype",        "message",         "tool_use_result", "is_api_error_message",
+      "abandoned_blocks",   "model",          "cwd",             "attempt",         "max_retries",
+      "retry_delay_ms",     "error_status",   "error",           "is_error",        "result",
+      "api_error_status",   "stop_reason",    "terminal_reason", "num_turns",       "total_cost_usd",
+      "usage",              "errors"};
+  for (auto key : keys)
+    if (k.size() == key.size() && k == key) return true;
+  return false;
+}
+
+}  // namespace
+
+// A string at `p` without escapes (those go to On-Demand): its body, and the position after it; nullptr otherwise.
+const char* event_parser::fast_string(const char* p, const char* end, std::string_view& out) {
+  if (p == end || *p != '"') return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* q = raw::scan_string(p, end, body_end, escaped);
+  if (q == nullptr || escaped) return nullptr;
+  out = std::string_view(p + 1, static_cast<std::size_t>(body_end - p - 1));
+  return q;
+}
+
+// A string without escapes, or null (absent: `out` unchanged).
+const char* event_parser::fast_opt_string(const char* p, const char* end, std::string_view& out) {
+  if (starts(p, end, "null")) return p + 4;
+  return fast_string(p, end, out);
+}
+
+// An object at `p`: `member(key, value position)` reads or skips each value and returns the position after it
+// (nullptr: not handled). Keys with escapes are not handled. Returns the position after the closing brace.
+const char* event_parser::fast_object(const char* p, const char* end,
+                                      const std::function<const char*(std::string_view key, const char* p)>& member) {
+  if (p == end || *p != '{') return nullptr;
+  ++p;
+  if (p != end && *p == '}') return p + 1;
+  for (;;) {
+    std::string_view key;
+    p = fast_string(p, end, key);
+    if (p == nullptr || p == end || *p != ':') return nullptr;
+    p = member(key, p + 1);
+    if (p == nullptr || p == end) return nullptr;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return nullptr;
+    ++p;
+  }
+}
+
+// Anthropic usage (message_start.message.usage, message_delta.usage): the four counts as canonical integers or null.
+const char* event_parser::fast_usage(const char* p, const char* end, x_usage& u) {
+  u.present = true;
+  return fast_object(p, end, [&](std::string_view key, const char* v) -> const char* {
+    std::optional<double>* target = key == "input_tokens"                  ? &u.input
+                                    : key == "output_tokens"               ? &u.output
+                                    : key == "cache_read_input_tokens"     ? &u.cache_read
+                                    : key == "cache_creation_input_tokens" ? &u.cache_write
+                                                                           : nullptr;
+    if (target == nullptr) return raw::validate_value(v, end, 3);
+    if (starts(v, end, "null")) return v + 4;
+    std::int64_t n = 0;
+    const char* q = raw::parse_small_int(v, end, n);
+    if (q != nullptr) *target = static_cast<double>(n);
+    return q;
+  });
+}
+
+// The remaining members of the root object, from just after a value: `,"key":value` … `}`. Reads session_id, uuid and
+// parent_tool_use_id; checks the grammar of every other value. Returns the position after the closing brace.
+const char* event_parser::fast_members(const char* p, const char* end) {
+  for (;;) {
+    if (p == end) return nullptr;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return nullptr;
+    std::string_view key;
+    p = fast_string(p + 1, end, key);
+    if (p == nullptr || p == end || *p != ':') return nullptr;
+    ++p;
+    if (key == "session_id") {
+      p = fast_string(p, end, ev_.session_id);
+    } else if (key == "uuid") {
+      p = fast_string(p, end, ev_.uuid);
+    } else if (key == "parent_tool_use_id") {
+      if (starts(p, end, "null")) {
+        p += 4;
+        ev_.from_subagent = false;
+      } else {
+        std::string_view parent;
+        p = fast_string(p, end, parent);
+        ev_.from_subagent = !parent.empty();
+      }
+    } else if (read_by_parse_root(key)) {
+      return nullptr;
+    } else {
+      p = raw::validate_value(p, end, 1);
+    }
+    if (p == nullptr) return nullptr;
+  }
+}
+
+bool event_parser::parse_fast(std::string_view line) {
+  static constexpr std::string_view kDelta = R"({"type":"stream_event","event":{"type":"content_block_delta","index":)";
+  static constexpr std::string_view kSystem = R"({"type":"system","subtype":)";
+  static constexpr std::string_view kBlockStop = R"({"type":"stream_event","event":{"type":"content_block_stop","index":)";
+  static constexpr std::string_view kMessageStop = R"({"type":"stream_event","event":{"type":"message_stop"})";
+  static constexpr std::string_view kBlockStart =
+      R"({"type":"stream_event","event":{"type":"content_block_start","index":)";
+  static constexpr std::string_view kMessageDelta = R"({"type":"stream_event","event":{"type":"message_delta","delta":)";
+  static constexpr std::string_view kMessageStart =
+      R"({"type":"stream_event","event":{"type":"message_start","message":)";
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  if (starts(p, end, kDelta)) {  // the most frequent line first
+    std::int64_t index = 0;
+    p = raw::parse_small_int(p + kDelta.size(), end, index);
+    static constexpr std::string_view kDeltaType = R"(,"delta":{"type":")";
+    if (p == nullptr || !starts(p, end, kDeltaType)) return false;
+    p += kDeltaType.size();
+    static constexpr std::string_view kText = R"(text_delta","text":)";
+    static constexpr std::string_view kThinking = R"(thinking_delta","thinking":)";
+    static constexpr std::string_view kInput = R"(input_json_delta","partial_json":)";
+    static constexpr std::string_view kSignature = R"(signature_delta","signature":)";
+    if (starts(p, end, kText)) {
+      ev_.delta = delta_kind::text;
+      p += kText.size();
+    } else if (starts(p, end, kThinking)) {
+      ev_.delta = delta_kind::thinking;
+      p += kThinking.size();
+    } else if (starts(p, end, kInput)) {
+      ev_.delta = delta_kind::input_json;
+      p += kInput.size();
+    } else if (starts(p, end, kSignature)) {
+      ev_.delta = delta_kind::signature;  // read (and checked) like a text, not used
+      p += kSignature.size();
+    } else {
+      return false;
+    }
+    // The delta text: escapes are common (newlines, quotes), so they are handled here.
+    if (p == end || *p != '"') return false;
+    const char* body_end = nullptr;
+    bool escaped = false;
+    const char* q = raw::scan_string(p, end, body_end, escaped);
+    if (q == nullptr) return false;
+    if (escaped) {
+      std::string text;
+      if (!raw::escapes_valid(p + 1, body_end) ||
+          !lenient_unescape_append(std::string_view(p + 1, static_cast<std::size_t>(body_end - p - 1)), text))
+        return false;
+      ev_.delta_text = arena_.keep(std::move(text));
+    } else {
+      ev_.delta_text = std::string_view(p + 1, static_cast<std::size_t>(body_end - p - 1));
+    }
+    if (ev_.delta == delta_kind::signature) ev_.delta_text = {};  // as On-Demand, which does not read it
+    p = q;
+    if (!starts(p, end, "}}")) return false;
+    p = fast_members(p + 2, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::content_block_delta;
+    ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kBlockStart)) {
+    ev_.cold_dirty = true;  // sets fields reset() only clears after such lines
+    std::int64_t index = 0;
+    p = raw::parse_small_int(p + kBlockStart.size(), end, index);
+    static constexpr std::string_view kBlock = R"(,"content_block":)";
+    if (p == nullptr || !starts(p, end, kBlock)) return false;
+    x_block& b = ev_.content_block;
+    p = fast_object(p + kBlock.size(), end, [&](std::string_view key, const char* v) -> const char* {
+      if (key == "type") {
+        std::string_view t;
+        const char* q = fast_string(v, end, t);
+        b.kind = classify_block(t);
+        return q;
+      }
+      if (key == "text" || key == "thinking") return fast_opt_string(v, end, b.text);
+      if (key == "id" || key == "tool_use_id") return fast_opt_string(v, end, b.id);
+      if (key == "name") return fast_opt_string(v, end, b.name);
+      if (key == "input" || key == "content") {
+        if (!starts(v, end, "{}")) return nullptr;  // only the empty input a tool_use starts with
+        b.input = nlohmann::json::object();
+        b.has_input = true;
+        return v + 2;
+      }
+      if (key == "is_error") return nullptr;
+      return raw::validate_value(v, end, 3);
+    });
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::content_block_start;
+    ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kMessageDelta)) {
+    ev_.cold_dirty = true;
+    p = fast_object(p + kMessageDelta.size(), end, [&](std::string_view key, const char* v) -> const char* {
+      if (key == "stop_reason") return fast_opt_string(v, end, ev_.stop_reason);
+      if (key == "type" || key == "text" || key == "thinking" || key == "partial_json") return nullptr;
+      return raw::validate_value(v, end, 3);
+    });
+    static constexpr std::string_view kUsage = R"(,"usage":)";
+    if (p == nullptr || !starts(p, end, kUsage)) return false;
+    p = fast_usage(p + kUsage.size(), end, ev_.usage);
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::message_delta;
+  } else if (starts(p, end, kMessageStart)) {
+    ev_.cold_dirty = true;
+    p = fast_object(p + kMessageStart.size(), end, [&](std::string_view key, const char* v) -> const char* {
+      if (key == "id") return fast_opt_string(v, end, ev_.api_message_id);
+      if (key == "model") return fast_opt_string(v, end, ev_.api_model);
+      if (key == "usage") return fast_usage(v, end, ev_.usage);
+      return raw::validate_value(v, end, 3);
+    });
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::message_start;
+  } else if (starts(p, end, kBlockStop)) {
+    std::int64_t index = 0;
+    p = raw::parse_small_int(p + kBlockStop.size(), end, index);
+    if (p == nullptr || p == end || *p != '}') return false;
+    p = fast_members(p + 1, end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::content_block_stop;
+    ev_.index = static_cast<double>(index);
+  } else if (starts(p, end, kMessageStop)) {
+    // An `abandoned_blocks` member makes fast_members give up: such a line goes to On-Demand.
+    p = fast_members(p + kMessageStop.size(), end);
+    ev_.kind = line_kind::stream_event;
+    ev_.api = api_kind::message_stop;
+  } else if (starts(p, end, kSystem)) {
+    std::string_view subtype;
+    p = fast_string(p + kSystem.size(), end, subtype);
+    if (p == nullptr || subtype == "init" || subtype == "api_retry") return false;  // lines with fields to read
+    ev_.subtype = subtype;
+    p = fast_members(p, end);
+    ev_.kind = line_kind::system;
+  } else {
+    return false;
+  }
+  if (p == nullptr || raw::skip_ws(p, end) != end) return false;
+  if (!raw::is_ascii(line.data(), line.size()) && !utf8_->validate_utf8(line.data(), line.size())) return false;
+  ev_.has_type = true;
+  return true;
+}
+
+void event_parser::reserve_buffer(std::size_t needed) {
+  if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
+    // A huge line grew the buffer and the parser's index: give that memory back.
+    buffer_.reset();
+    capacity_ = 0;
+    parser_ = od::parser{};
+  }
+  if (capacity_ < needed) {
+    std::size_t cap = capacity_ == 0 ? 4096 : capacity_;
+    while (cap < needed) cap *= 2;
+    buffer_ = std::make_unique<char[]>(cap);
+    capacity_ = cap;
+  }
+}
+
+error_code event_parser::parse(std::string_view line) {
+  ev_.reset();
+  if (!arena_.empty()) arena_.clear();
+  took_fast_ = fast_path_ && parse_fast(line);
+  if (took_fast_) return simdjson::SUCCESS;
+  ev_.reset();  // the fast path gave up: whatever it set is discarded
+  if (!arena_.empty()) arena_.clear();
+  reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
+  std::memcpy(buffer_.get(), line.data(), line.size());
+  std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
+
+  ev_.cold_dirty = true;
+  od::document doc;
+  if (auto e = parser_.iterate(buffer_.get(), line.size(), capacity_).get(doc)) return e;
+  od::object root;
+  if (auto e = doc.get_object().get(root)) return e;
+  if (auto e = parse_root(root)) return e;
+  if (!ev_.has_type) return simdjson::NO_SUCH_FIELD;
+  // Nothing but whitespace may follow the object.
+  const char* location = nullptr;
+  if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_root(od::object root) {
+  x_event& ev = ev_;
+  for (auto field_result : root) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& v = field.value();
+    // Keys are read whatever `type` says (Claude writes `type` first, except on `result`, where it comes late): every
+    // key below belongs to one kind of line only, and the mapper looks only at the fields of the line's kind.
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(v, t, arena_)) return e;  // `type` must be a string
+      ev.kind = classify(t);
+      ev.has_type = true;
+    } else if (key == "event") {
+      if (auto e = parse_api_event(v)) return e;
+    } else if (key == "parent_tool_use_id") {
+      std::string_view parent;
+      if (auto e = opt_string(v, parent, arena_)) return e;
+      ev.from_subagent = !parent.empty();
+    } else if (key == "session_id") {
+      if (auto e = opt_string(v, ev.session_id, arena_)) return e;
+    } else if (key == "uuid") {
+      if (auto e = opt_string(v, ev.uuid, arena_)) return e;
+    } else if (key == "subtype") {
+      if (auto e = opt_string(v, ev.subtype, arena_)) return e;
+    } else if (key == "message") {
+      if (auto e = parse_message(v)) return e;
+    } else if (key == "tool_use_result") {
+      if (auto e = to_json(v, ev.tool_use_result, arena_)) return e;
+      ev.has_tool_use_result = !ev.tool_use_result.is_null();
+    } else if (key == "is_api_error_message") {
+      std::optional<bool> b;
+      if (auto e = opt_bool(v, b)) return e;
+      ev.is_api_error_message = b.value_or(false);
+    } else if (key == "abandoned_blocks") {
+      if (auto e = parse_abandoned(v)) return e;
+    } else if (key == "model") {
+      if (auto e = opt_string(v, ev.model, arena_)) return e;
+    } else if (key == "cwd") {
+      if (auto e = opt_string(v, ev.cwd, arena_)) return e;
+    } else if (key == "attempt") {
+      if (auto e = opt_number(v, ev.attempt)) return e;
+    } else if (key == "max_retries") {
+      if (auto e = opt_number(v, ev.max_retries)) return e;
+    } else if (key == "retry_delay_ms") {
+      if (auto e = opt_number(v, ev.retry_delay_ms)) return e;
+    } else if (key == "error_status") {
+      if (auto e = opt_number(v, ev.error_status)) return e;
+    } else if (key == "error") {
+      // api_retry's error category; synthetic assistant frames carry one too. Only a string is used.
+      od::json_type t{};
+      if (auto e = v.type().get(t)) return e;
+      if (t == od::json_type::string) {
+        if (auto e = get_string(v, ev.error, arena_)) return e;
+      }
+    } else if (key == "is_error") {
+      if (auto e = opt_bool(v, ev.is_error)) return e;
+    } else if (key == "result") {
+      if (is_null(v)) continue;
+      if (auto e = get_string(v, ev.result_text, arena_)) return e;
+      ev.has_result_text = true;
+    } else if (key == "api_error_status") {
+      if (auto e = opt_number(v, ev.api_error_status)) return e;
+    } else if (key == "stop_reason") {
+      if (auto e = opt_string(v, ev.stop_reason, arena_)) return e;
+    } else if (key == "terminal_reason") {
+      if (auto e = opt_string(v, ev.terminal_reason, arena_)) return e;
+    } else if (key == "num_turns") {
+      if (auto e = opt_number(v, ev.num_turns)) return e;
+    } else if (key == "total_cost_usd") {
+      if (auto e = opt_number(v, ev.total_cost_usd)) return e;
+    } else if (key == "usage") {
+      if (auto e = parse_usage(v, ev.usage)) return e;
+    } else if (key == "errors") {
+      if (auto e = parse_errors(v)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_api_event(od::value v) {
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(fv, t, arena_)) return e;
+      ev_.api = classify_api(t);
+    } else if (key == "index") {
+      if (auto e = opt_number(fv, ev_.index)) return e;
+    } else if (key == "delta") {
+      if (auto e = parse_delta(fv)) return e;
+    } else if (key == "content_block") {
+      if (auto e = parse_block(fv, ev_.content_block)) return e;
+    } else if (key == "usage") {
+      if (auto e = parse_usage(fv, ev_.usage)) return e;
+    } else if (key == "message") {  // message_start: the API message's id, model and initial usage
+      if (is_null(fv)) continue;
+      od::object m;
+      if (auto e = fv.get_object().get(m)) return e;
+      for (auto mf_result : m) {
+        od::field mf;
+        if (auto e = std::move(mf_result).get(mf)) return e;
+        std::string_view mk;
+        if (auto e = get_key(mf, mk)) return e;
+        od::value& mv = mf.value();
+        if (mk == "id") {
+          if (auto e = opt_string(mv, ev_.api_message_id, arena_)) return e;
+        } else if (mk == "model") {
+          if (auto e = opt_string(mv, ev_.api_model, arena_)) return e;
+        } else if (mk == "usage") {
+          if (auto e = parse_usage(mv, ev_.usage)) return e;
+        }
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_delta(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(fv, t, arena_)) return e;
+      ev_.delta = classify_delta(t);
+    } else if (key == "text" || key == "thinking" || key == "partial_json") {
+      if (auto e = opt_string(fv, ev_.delta_text, arena_)) return e;
+    } else if (key == "stop_reason") {  // message_delta
+      if (auto e = opt_string(fv, ev_.stop_reason, arena_)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_block(od::value v, x_block& b) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "type") {
+      std::string_view t;
+      if (auto e = get_string(fv, t, arena_)) return e;
+      b.kind = classify_block(t);
+    } else if (key == "text" || key == "thinking") {
+      if (auto e = opt_string(fv, b.text, arena_)) return e;
+    } else if (key == "id" || key == "tool_use_id") {
+      if (auto e = opt_string(fv, b.id, arena_)) return e;
+    } else if (key == "name") {
+      if (auto e = opt_string(fv, b.name, arena_)) return e;
+    } else if (key == "input" || key == "content") {
+      // tool_use input / tool_result content: emitted content, built as JSON.
+      if (auto e = to_json(fv, b.input, arena_)) return e;
+      b.has_input = true;
+    } else if (key == "is_error") {
+      std::optional<bool> err;
+      if (auto e = opt_bool(fv, err)) return e;
+      b.is_error = err.value_or(false);
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_message(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  ev_.has_message = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "id") {
+      if (auto e = opt_string(fv, ev_.message_id, arena_)) return e;
+    } else if (key == "model") {
+      if (auto e = opt_string(fv, ev_.message_model, arena_)) return e;
+    } else if (key == "content") {
+      od::json_type t{};
+      if (auto e = fv.type().get(t)) return e;
+      if (t == od::json_type::string || t == od::json_type::null) continue;  // a plain user prompt: nothing to map
+      od::array arr;
+      if (auto e = fv.get_array().get(arr)) return e;
+      for (auto element_result : arr) {
+        od::value element;
+        if (auto e = std::move(element_result).get(element)) return e;
+        if (ev_.nblocks == ev_.blocks.size()) ev_.blocks.emplace_back();
+        x_block& b = ev_.blocks[ev_.nblocks++];
+        b = x_block{};
+        if (auto e = parse_block(element, b)) return e;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_usage(od::value v, x_usage& u) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  u.present = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "input_tokens") {
+      if (auto e = opt_number(fv, u.input)) return e;
+    } else if (key == "output_tokens") {
+      if (auto e = opt_number(fv, u.output)) return e;
+    } else if (key == "cache_read_input_tokens") {
+      if (auto e = opt_number(fv, u.cache_read)) return e;
+    } else if (key == "cache_creation_input_tokens") {
+      if (auto e = opt_number(fv, u.cache_write)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_abandoned(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  ev_.abandoned = true;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = get_key(field, key)) return e;
+    od::value& fv = field.value();
+    if (key == "from_block_index") {
+      if (auto e = opt_number(fv, ev_.abandoned_from)) return e;
+    } else if (key == "api_message_id") {
+      if (auto e = opt_string(fv, ev_.abandoned_message_id, arena_)) return e;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+error_code event_parser::parse_errors(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;
+  od::array arr;
+  if (auto e = v.get_array().get(arr)) return e;
+  for (auto element_result : arr) {
+    od::value element;
+    if (auto e = std::move(element_result).get(element)) return e;
+    std::string_view s;
+    if (auto e = get_string(element, s, arena_)) return e;
+    if (!ev_.errors.empty()) ev_.errors += "; ";
+    ev_.errors.append(s);
+  }
+  return simdjson::SUCCESS;
+}
+
+}  // namespace agenthost::mapper::detail::claude

@@ -1,0 +1,300 @@
+// The Claude Code provider: its command lines, and runs through a real child process (the fake agent replaying
+// recorded Claude output, behind a stand-in `claude` script that records its argv).
+#include "provider_test_util.hpp"
+#include "test_util.hpp"
+
+#include <agenthost/providers/claude.hpp>
+#include <agenthost/transport/contract_checker.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace agenthost;
+using namespace agenthost::test;
+using providers::claude_options;
+using providers::claude_permission_mode;
+using transport::message;
+using transport::message_type;
+
+namespace {
+
+const std::string recorded = std::string(AGENTHOST_FIXTURES_DIR) + "/claude-code/recorded/";
+const std::vector<std::string> fixed = {"-p", "--output-format", "stream-json", "--verbose",
+                                        "--include-partial-messages"};
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// ---- command lines ---------------------------------------------------------------------------------------------------
+
+TEST(ClaudeArguments, DefaultsAndAPromptThatLooksLikeAFlag) {
+  auto a = providers::build_claude_arguments({}, "-rf / --help");
+  ASSERT_TRUE(a) << a.error();
+  EXPECT_EQ(*a, concat(fixed, {"--", "-rf / --help"}));
+}
+
+TEST(ClaudeArguments, EveryOption) {
+  claude_options o{.model = "sonnet",
+                   .session_id = std::string("0d4b6c1e-1111-2222-3333-444455556666"),
+                   .extra_args = {"--add-dir", "/srv/a", "/srv/b"},
+                   .allowed_tools = {"Bash(git *)", "Read"},
+                   .disallowed_tools = {"WebFetch"},
+                   .tools = std::vector<std::string>{},
+                   .permission_mode = claude_permission_mode::accept_edits,
+                   .append_system_prompt = "-be brief",
+                   .max_turns = 3};
+  auto a = providers::build_claude_arguments(o, "fix it");
+  ASSERT_TRUE(a) << a.error();
+  // Extra arguments first (a list option among them stops at our first flag); the prompt after `--`.
+  EXPECT_EQ(*a, concat(concat({"--add-dir", "/srv/a", "/srv/b"}, fixed),
+                       {"--model", "sonnet", "--resume", "0d4b6c1e-1111-2222-3333-444455556666",
+                        "--allowedTools=Bash(git *),Read", "--disallowedTools=WebFetch", "--tools=",
+                        "--permission-mode", "acceptEdits", "--append-system-prompt=-be brief", "--max-turns", "3",
+                        "--", "fix it"}));
+}
+
+TEST(ClaudeArguments, InvalidOptionsAreErrorsNamingTheOption) {
+  struct tc {
+    claude_options o;
+    std::string prompt;
+    std::string needle;
+  };
+  std::vector<tc> cases;
+  cases.push_back({{.session_id = std::string()}, "x", "session id"});
+  cases.push_back({{.session_id = std::string("--continue")}, "x", "session id"});
+  cases.push_back({{.model = "--evil"}, "x", "model"});
+  cases.push_back({{.allowed_tools = {"Bash", ""}}, "x", "allowed_tools"});
+  cases.push_back({{.disallowed_tools = {"-x"}}, "x", "disallowed_tools"});
+  cases.push_back({{.tools = std::vector<std::string>{"a,b"}}, "x", "tools"});
+  cases.push_back({{.max_turns = 0}, "x", "max_turns"});
+  cases.push_back({{}, "", "prompt is empty"});
+  cases.push_back({{.model = std::string("a\0b", 3)}, "x", "NUL"});
+  cases.push_back({{.extra_args = {std::string("--x\0", 4)}}, "x", "NUL"});
+  claude_options with_stdin;
+  with_stdin.run.stdin_data = "x";
+  cases.push_back({with_stdin, "x", "stdin_data"});
+  for (const auto& c : cases) {
+    auto a = providers::build_claude_arguments(c.o, c.prompt);
+    ASSERT_FALSE(a) << c.needle;
+    EXPECT_NE(a.error().find(c.needle), std::string::npos) << a.error();
+    auto run = providers::make_claude_run(c.o, c.prompt);
+    ASSERT_FALSE(run.spawn);
+    EXPECT_EQ(run.spawn.error(), a.error());
+  }
+}
+
+TEST(ClaudeArguments, ALongPromptGoesThroughStdin) {
+  const std::string at_limit(providers::claude_prompt_argv_max, 'a');
+  auto small = providers::make_claude_run({}, at_limit);
+  ASSERT_TRUE(small.spawn);
+  EXPECT_EQ(small.spawn->args.back(), at_limit);
+  EXPECT_EQ(small.spawn->stdin_mode, process::stdin_kind::null);
+  EXPECT_FALSE(small.run.stdin_data);
+
+  const std::string big = "-" + std::string(providers::claude_prompt_argv_max, 'b');
+  auto r = providers::make_claude_run({.model = "m"}, big);
+  ASSERT_TRUE(r.spawn);
+  EXPECT_EQ(r.spawn->args, concat(fixed, {"--model", "m"})) << "no `--`, no prompt argument: claude reads stdin";
+  EXPECT_EQ(r.spawn->stdin_mode, process::stdin_kind::pipe);
+  ASSERT_TRUE(r.run.stdin_data);
+  EXPECT_EQ(*r.run.stdin_data, big);
+  // A NUL byte would cut an argument: such a prompt goes through stdin whole, whatever its size.
+  const std::string nul("before\0after", 12);
+  auto n = providers::make_claude_run({}, nul);
+  ASSERT_TRUE(n.spawn);
+  EXPECT_EQ(n.spawn->args, fixed);
+  ASSERT_TRUE(n.run.stdin_data);
+  EXPECT_EQ(*n.run.stdin_data, nul);
+}
+
+TEST(ClaudeArguments, TheDefaultStopIsClaudesGracefulInterrupt) {
+  const claude_options o;
+  EXPECT_EQ(o.run.stop.interrupt_signal, SIGINT);
+  EXPECT_EQ(o.run.stop.interrupt_bytes, "\x03");
+  EXPECT_EQ(o.executable, "claude");
+}
+
+// ---- runs through a real child ---------------------------------------------------------------------------------------
+
+class ClaudeProvider : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+    std::filesystem::remove_all(dir);
+  }
+
+  // A stand-in `claude`: records its arguments (one per line) in dir/argv, then runs the fake agent with `fake_args`.
+  claude_options stand_in(const std::vector<std::string>& fake_args) {
+    const std::string exe = dir + "/claude";
+    {
+      std::ofstream s(exe);
+      s << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir << "/argv\nexec " << AGENTHOST_FAKE_AGENT;
+      for (const auto& a : fake_args) s << " '" << a << "'";
+      s << "\n";
+    }
+    std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+    return {.executable = exe, .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}}, .reaper_path = AGENTHOST_REAPER};
+  }
+
+  std::vector<std::string> recorded_argv() const { return read_lines(dir + "/argv"); }
+
+  struct result {
+    boost::system::error_code ec;
+    std::vector<message> messages;
+    message terminal;
+  };
+
+  // async_run_claude to its end; `cancel_when` may emit the cancellation signal from inside on_message.
+  result run(const claude_options& o, std::string_view prompt, std::function<bool(const message&)> cancel_when = {}) {
+    result r;
+    bool done = false;
+    asio::cancellation_signal sig;
+    providers::async_run_claude(
+        io.get_executor(), o, prompt,
+        [&](const message& m) {
+          r.messages.push_back(m);
+          if (cancel_when && cancel_when(m)) sig.emit(asio::cancellation_type::terminal);
+        },
+        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
+          r.ec = ec;
+          r.terminal = std::move(t);
+          done = true;
+        }));
+    EXPECT_TRUE(run_until(io, [&] { return done; }, 30s));
+    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
+    EXPECT_FALSE(r.messages.empty());
+    if (!r.messages.empty()) {
+      EXPECT_EQ(r.messages.back(), r.terminal);
+    }
+    EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty()) << "the run left processes behind";
+    return r;
+  }
+
+  // What the mapper makes of a fixture fed directly (the reference for runs through a process).
+  static std::vector<message> mapped(const std::string& file, const mapper::run_end& end) {
+    mapper::claude_mapper m;
+    std::vector<message> out;
+    for (const auto& l : read_lines(file)) m.on_line(l, out);
+    m.finish(end, out);
+    return out;
+  }
+
+  asio::io_context io;
+  std::string token = random_token();
+  std::string dir = [] {
+    char t[] = "/tmp/agenthost-claude-provider-XXXXXX";
+    return std::string(::mkdtemp(t));
+  }();
+};
+
+TEST_F(ClaudeProvider, ARunThroughARealProcessGivesTheMappersMessages) {
+  auto o = stand_in({"replay", recorded + "tool.jsonl", "--chunk", "7"});
+  o.model = "tool";
+  std::vector<std::string> raw;
+  o.run.on_agent_line = [&](std::string_view l) { raw.emplace_back(l); };
+  auto r = run(o, "--version");
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_completed);
+  // Same messages as the mapper over the file, except the exit status the process layer adds.
+  // (Compared with adjacent text deltas merged: the provider merges the deltas of one read.)
+  const auto expected = merged_text(mapped(recorded + "tool.jsonl", {.status = process::exited{0}}));
+  const auto got = merged_text(r.messages);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << i;
+  EXPECT_EQ(raw, read_lines(recorded + "tool.jsonl"));
+  EXPECT_EQ(recorded_argv(), concat(fixed, {"--model", "tool", "--", "--version"}));
+}
+
+TEST_F(ClaudeProvider, AnApiErrorExitingOneIsAnAgentError) {
+  auto r = run(stand_in({"replay", recorded + "http429.jsonl", "exit", "1"}), "x");
+  ASSERT_EQ(r.terminal.type, message_type::terminal_failed);
+  EXPECT_EQ(r.terminal.content.at("reason"), "agent_error");
+  EXPECT_EQ(r.terminal.content.at("http_status"), 429);
+  EXPECT_EQ(r.terminal.content.at("retryable"), true);
+  EXPECT_EQ(r.terminal.content.at("exit_status"), "exited with code 1");
+}
+
+TEST_F(ClaudeProvider, ALongPromptReachesClaudesStdinWhole) {
+  std::string prompt;
+  while (prompt.size() <= providers::claude_prompt_argv_max) prompt += "caf\xC3\xA9 --flag $(id) \n";
+  std::vector<std::string> raw;
+  auto o = stand_in({"stdin-digest", "replay", recorded + "answer.jsonl"});
+  o.run.on_agent_line = [&](std::string_view l) { raw.emplace_back(l); };
+  auto r = run(o, prompt);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_completed);
+  ASSERT_FALSE(raw.empty());
+  const auto digest = nlohmann::json::parse(raw.front());
+  EXPECT_EQ(digest.at("type"), "stdin_digest");
+  EXPECT_EQ(digest.at("bytes"), prompt.size());
+  EXPECT_EQ(recorded_argv(), fixed);
+  EXPECT_FALSE(r.terminal.content.contains("invalid_output_line_count")) << "an unknown event type is ignored";
+  EXPECT_EQ(r.terminal.content.at("text"), "## Answer\n\nThe answer is 42. \xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C! caf\xC3\xA9 \xCE\xA9\xCE\xBC\xCE\xAD\xCE\xB3\xCE\xB1 \tend.");
+}
+
+TEST_F(ClaudeProvider, StartFailuresAreTerminalMessages) {
+  claude_options missing{.executable = dir + "/no-such-claude", .reaper_path = AGENTHOST_REAPER};
+  auto m = run(missing, "hi");
+  EXPECT_FALSE(m.ec);
+  ASSERT_EQ(m.messages.size(), 1u);
+  EXPECT_EQ(m.terminal.type, message_type::terminal_failed);
+  EXPECT_EQ(m.terminal.content.at("reason"), "start_failed");
+  EXPECT_NE(m.terminal.content.at("text").get<std::string>().find("no-such-claude"), std::string::npos);
+
+  auto invalid = run({.reaper_path = AGENTHOST_REAPER, .max_turns = -1}, "hi");
+  EXPECT_EQ(invalid.terminal.content.at("reason"), "start_failed");
+  EXPECT_NE(invalid.terminal.content.at("text").get<std::string>().find("max_turns"), std::string::npos);
+  // The blocking helper too.
+  const auto t = providers::run_claude(missing, "hi", [](const message&) {});
+  EXPECT_EQ(t.content.at("reason"), "start_failed");
+}
+
+TEST_F(ClaudeProvider, ExitZeroWithoutAResultIsAFailure) {
+  auto r = run(stand_in({"replay", recorded + "long-tool-echo-sigint-before-tool.jsonl"}), "x");
+  ASSERT_EQ(r.terminal.type, message_type::terminal_failed);
+  EXPECT_EQ(r.terminal.content.at("reason"), "no_terminal_event");
+}
+
+TEST_F(ClaudeProvider, CancellationMidStream) {
+  auto r = run(stand_in({"replay", recorded + "tool.jsonl", "--delay-ms", "20", "never-exit"}), "x",
+               [](const message& m) { return m.type == message_type::assistant; });
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_cancelled);
+  EXPECT_EQ(r.terminal.content.at("session_id"), "17b5f4fc-d8c2-4b5b-8756-ce668d5a2b7f");
+}
+
+TEST_F(ClaudeProvider, CancellationDuringAToolClosesTheCallAndKillsTheTree) {
+  // The transcript up to the tool_use frame, then a "tool" child that ignores SIGINT and the "agent" hangs.
+  auto lines = read_lines(recorded + "long-tool-echo.jsonl");
+  const std::string head = dir + "/head.jsonl";
+  {
+    std::ofstream out(head);
+    for (const auto& l : lines) {
+      out << l << "\n";
+      if (l.rfind("{\"type\":\"assistant\"", 0) == 0 && l.find("\"tool_use\"") != std::string::npos) break;
+    }
+  }
+  auto o = stand_in({"ignore-sigint", "spawn-children", "1", "replay", head, "never-exit"});
+  o.run.stop.graceful_wait = std::chrono::milliseconds(300);
+  auto r = run(o, "x", [](const message& m) { return m.type == message_type::tool_call; });
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_cancelled);
+  std::size_t closed = 0;
+  for (const auto& m : r.messages)
+    if (m.type == message_type::tool_failed && m.content.value("closed_by_finish", false)) ++closed;
+  EXPECT_EQ(closed, 1u);
+}
+
+}  // namespace
