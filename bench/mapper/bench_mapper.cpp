@@ -1,21 +1,27 @@
-// agenthost_bench_mapper — throughput of the pi mapper beside parse-only baselines, on generated pi transcripts.
+// agenthost_bench_mapper — throughput of every agent mapper beside parse-only baselines, on generated transcripts.
 //
-// Transcripts (pi_transcripts.hpp, built in memory, deterministic): `snapshot` (pi ≤ 0.83, one long answer with
+// Transcripts (built in memory, deterministic), pi_transcripts.hpp: `snapshot` (pi ≤ 0.83, one long answer with
 // cumulative snapshots, ~100 MB), `delta` (pi ≥ 0.84, the same kind of answer ×10, delta-only), `tools` (pi ≥ 0.84
-// agentic session: thinking, text, streamed tool calls, cumulative tool output).
+// agentic session: thinking, text, streamed tool calls, cumulative tool output); agent_transcripts.hpp: `claude`
+// (Claude Code stream-json with partial messages, the `delta` answer), `codex` (1 M short `codex exec --json`
+// events), `gemini` (Gemini CLI stream-json, the `delta` answer).
 // Benchmarks per transcript, run as repetitions in random interleaved order so that they share the machine's noise:
-//   Mapper             pi_mapper::on_line for every line (messages handed on and cleared, as a provider does)
+//   Mapper             the agent's mapper, on_line for every line (messages handed on and cleared, as a provider does)
 //   SimdjsonParseOnly  simdjson On-Demand: iterate each line (stage 1 over the whole line) and read `type`
 //   NlohmannDom        nlohmann::json::parse of each line
 //   LineSplit          memchr over the transcript as one buffer (the floor of any line-based consumer)
 // Reported: MB/s (bytes without newlines / CPU time) and lines/s; then a summary table with the medians, Node's
 // readline + JSON.parse (node_baseline.mjs, run when `node` is on PATH) and the ratios the goals are stated in.
 //
-// Flags (before Google Benchmark's own): --kinds=snapshot,delta,tools  --no-node  --strict (exit 1 on a missed goal)
+// Flags (before Google Benchmark's own): --kinds=snapshot,delta,tools,claude,codex,gemini  --no-node  --strict (exit 1 on a missed goal)
 // Environment: AGENTHOST_BENCH_ANSWER_CHARS (snapshot answer; delta uses 10×), AGENTHOST_BENCH_TOOL_TURNS,
-// AGENTHOST_BENCH_DUMP_DIR (write the transcripts there as pi-<kind>.jsonl).
+// AGENTHOST_BENCH_CODEX_EVENTS, AGENTHOST_BENCH_DUMP_DIR (write the transcripts there as <kind>.jsonl).
+#include "agent_transcripts.hpp"
 #include "pi_transcripts.hpp"
 
+#include <agenthost/mapper/claude_mapper.hpp>
+#include <agenthost/mapper/codex_mapper.hpp>
+#include <agenthost/mapper/gemini_mapper.hpp>
 #include <agenthost/mapper/pi_mapper.hpp>
 
 #include <benchmark/benchmark.h>
@@ -25,11 +31,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -45,6 +53,7 @@ namespace {
 
 using agenthost::bench::transcript;
 using agenthost::bench::transcript_kind;
+using mapper_ptr = std::unique_ptr<agenthost::mapper::event_mapper>;
 
 std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
@@ -52,14 +61,41 @@ std::size_t env_size(const char* name, std::size_t fallback) {
   return static_cast<std::size_t>(std::strtoull(v, nullptr, 10));
 }
 
-std::size_t size_for(transcript_kind k) {
+/// One transcript kind: how to build it and which mapper reads it.
+struct bench_kind {
+  std::string name;
+  std::function<transcript()> make;
+  std::function<mapper_ptr()> make_mapper;
+};
+
+std::size_t answer_chars() {
   using agenthost::bench::default_size;
-  switch (k) {
-    case transcript_kind::snapshot: return env_size("AGENTHOST_BENCH_ANSWER_CHARS", default_size(k));
-    case transcript_kind::delta: return 10 * env_size("AGENTHOST_BENCH_ANSWER_CHARS", default_size(k) / 10);
-    case transcript_kind::tools: return env_size("AGENTHOST_BENCH_TOOL_TURNS", default_size(k));
-  }
-  return 0;
+  return env_size("AGENTHOST_BENCH_ANSWER_CHARS", default_size(transcript_kind::snapshot));
+}
+
+const std::vector<bench_kind>& all_kinds() {
+  namespace b = agenthost::bench;
+  namespace m = agenthost::mapper;
+  static const std::vector<bench_kind> kinds = {
+      {"snapshot", [] { return b::make_transcript(transcript_kind::snapshot, answer_chars()); },
+       [] { return std::make_unique<m::pi_mapper>(); }},
+      // The same answer ×10, delta-only (the delta transcript would be tiny otherwise).
+      {"delta", [] { return b::make_transcript(transcript_kind::delta, 10 * answer_chars()); },
+       [] { return std::make_unique<m::pi_mapper>(); }},
+      {"tools",
+       [] {
+         return b::make_transcript(transcript_kind::tools,
+                                   env_size("AGENTHOST_BENCH_TOOL_TURNS", b::default_size(transcript_kind::tools)));
+       },
+       [] { return std::make_unique<m::pi_mapper>(); }},
+      {"claude", [] { return b::make_claude_answer(10 * answer_chars()); },
+       [] { return std::make_unique<m::claude_mapper>(); }},
+      {"codex", [] { return b::make_codex_events(env_size("AGENTHOST_BENCH_CODEX_EVENTS", 1000000)); },
+       [] { return std::make_unique<m::codex_mapper>(); }},
+      {"gemini", [] { return b::make_gemini_answer(10 * answer_chars()); },
+       [] { return std::make_unique<m::gemini_mapper>(); }},
+  };
+  return kinds;
 }
 
 struct prepared {
@@ -67,12 +103,12 @@ struct prepared {
   std::string joined;  // lines joined with '\n' (LineSplit)
 };
 
-const prepared& get(transcript_kind k) {
-  static std::map<transcript_kind, std::unique_ptr<prepared>> cache;
-  auto& p = cache[k];
+const prepared& get(const bench_kind& k) {
+  static std::map<std::string, std::unique_ptr<prepared>> cache;
+  auto& p = cache[k.name];
   if (!p) {
     p = std::make_unique<prepared>();
-    p->t = agenthost::bench::make_transcript(k, size_for(k));
+    p->t = k.make();
     p->joined.reserve(p->t.bytes + p->t.lines.size());
     for (const auto& l : p->t.lines) (p->joined += l) += '\n';
   }
@@ -85,12 +121,13 @@ void report(benchmark::State& state, const transcript& t) {
                           static_cast<std::int64_t>(t.lines.size()));
 }
 
-void run_mapper(benchmark::State& state, transcript_kind k) {
+void run_mapper(benchmark::State& state, const bench_kind& k) {
   const transcript& t = get(k).t;
   std::size_t messages = 0;
   std::vector<agenthost::transport::message> out;
   for (auto _ : state) {
-    agenthost::mapper::pi_mapper mapper;
+    const auto mapper_owner = k.make_mapper();
+    agenthost::mapper::event_mapper& mapper = *mapper_owner;
     for (const auto& l : t.lines) {
       mapper.on_line(l, out);
       messages += out.size();
@@ -108,7 +145,7 @@ void run_mapper(benchmark::State& state, transcript_kind k) {
   report(state, t);
 }
 
-void run_simdjson(benchmark::State& state, transcript_kind k) {
+void run_simdjson(benchmark::State& state, const bench_kind& k) {
   const transcript& t = get(k).t;
   simdjson::ondemand::parser parser;
   std::size_t n = 0;
@@ -124,7 +161,7 @@ void run_simdjson(benchmark::State& state, transcript_kind k) {
   report(state, t);
 }
 
-void run_nlohmann(benchmark::State& state, transcript_kind k) {
+void run_nlohmann(benchmark::State& state, const bench_kind& k) {
   const transcript& t = get(k).t;
   std::size_t n = 0;
   for (auto _ : state) {
@@ -137,7 +174,7 @@ void run_nlohmann(benchmark::State& state, transcript_kind k) {
   report(state, t);
 }
 
-void run_split(benchmark::State& state, transcript_kind k) {
+void run_split(benchmark::State& state, const bench_kind& k) {
   const prepared& p = get(k);
   std::size_t n = 0;
   for (auto _ : state) {
@@ -186,18 +223,18 @@ struct node_result {
 bool have_node() { return std::system("node --version > /dev/null 2>&1") == 0; }
 
 /// Runs node_baseline.mjs on the transcripts (dumped to a temporary directory).
-std::map<transcript_kind, node_result> run_node(const std::vector<transcript_kind>& kinds) {
-  std::map<transcript_kind, node_result> out;
+std::map<std::string, node_result> run_node(const std::vector<const bench_kind*>& kinds) {
+  std::map<std::string, node_result> out;
   char tmpl[] = "/tmp/agenthost-bench-mapper-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return out;
   const std::filesystem::path dir = tmpl;
   std::string cmd = std::string("node ") + AGENTHOST_NODE_BASELINE;
-  std::map<std::string, transcript_kind> by_file;
-  for (auto k : kinds) {
-    const auto path = dir / ("pi-" + std::string(agenthost::bench::to_string(k)) + ".jsonl");
-    std::ofstream(path, std::ios::binary) << get(k).joined;
+  std::map<std::string, std::string> by_file;
+  for (const auto* k : kinds) {
+    const auto path = dir / (k->name + ".jsonl");
+    std::ofstream(path, std::ios::binary) << get(*k).joined;
     cmd += " " + path.string();
-    by_file[path.string()] = k;
+    by_file[path.string()] = k->name;
   }
   if (FILE* f = ::popen(cmd.c_str(), "r")) {
     std::array<char, 4096> buf{};
@@ -231,7 +268,8 @@ std::string load_average() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<transcript_kind> kinds = {transcript_kind::snapshot, transcript_kind::delta, transcript_kind::tools};
+  std::vector<const bench_kind*> kinds;
+  for (const auto& k : all_kinds()) kinds.push_back(&k);
   bool node = true;
   bool strict = false;
   bool interleave_given = false;
@@ -246,13 +284,14 @@ int main(int argc, char** argv) {
       kinds.clear();
       std::stringstream ss{std::string(a.substr(8))};
       for (std::string k; std::getline(ss, k, ',');) {
-        if (k == "snapshot") kinds.push_back(transcript_kind::snapshot);
-        else if (k == "delta") kinds.push_back(transcript_kind::delta);
-        else if (k == "tools") kinds.push_back(transcript_kind::tools);
-        else {
-          std::fprintf(stderr, "unknown transcript kind '%s'\n", k.c_str());
+        const auto& all = all_kinds();
+        const auto it = std::find_if(all.begin(), all.end(), [&](const bench_kind& b) { return b.name == k; });
+        if (it == all.end()) {
+          std::fprintf(stderr, "unknown transcript kind '%s' (snapshot, delta, tools, claude, codex, gemini)\n",
+                       k.c_str());
           return 2;
         }
+        kinds.push_back(&*it);
       }
     } else {
       if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) interleave_given = true;
@@ -265,16 +304,13 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
 
   if (const char* dir = std::getenv("AGENTHOST_BENCH_DUMP_DIR"); dir != nullptr && *dir != '\0') {
-    for (auto k : kinds) {
-      std::ofstream(std::string(dir) + "/pi-" + std::string(agenthost::bench::to_string(k)) + ".jsonl",
-                    std::ios::binary)
-          << get(k).joined;
-    }
+    for (const auto* k : kinds)
+      std::ofstream(std::string(dir) + "/" + k->name + ".jsonl", std::ios::binary) << get(*k).joined;
   }
-  for (auto k : kinds) {
-    const std::string base(agenthost::bench::to_string(k));
-    const auto add = [&](const char* what, void (*fn)(benchmark::State&, transcript_kind), double min_time) {
-      benchmark::RegisterBenchmark((base + "/" + what).c_str(), [fn, k](benchmark::State& s) { fn(s, k); })
+  for (const auto* k : kinds) {
+    const std::string& base = k->name;
+    const auto add = [&](const char* what, void (*fn)(benchmark::State&, const bench_kind&), double min_time) {
+      benchmark::RegisterBenchmark((base + "/" + what).c_str(), [fn, k](benchmark::State& s) { fn(s, *k); })
           ->Unit(benchmark::kMillisecond)
           ->MinTime(min_time)
           ->Repetitions(3)
@@ -295,7 +331,7 @@ int main(int argc, char** argv) {
   const std::string load_after = load_average();
 
   const bool run_it = node && have_node();
-  std::map<transcript_kind, node_result> nodes;
+  std::map<std::string, node_result> nodes;
   if (run_it) nodes = run_node(kinds);
 
   // Summary.
@@ -312,9 +348,9 @@ int main(int argc, char** argv) {
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   bool all_met = true;
   bool any_row = false;
-  for (auto k : kinds) {
-    const std::string base(agenthost::bench::to_string(k));
-    const transcript& t = get(k).t;
+  for (const auto* k : kinds) {
+    const std::string& base = k->name;
+    const transcript& t = get(*k).t;
     const auto r = [&](const char* what) {
       const auto it = reporter.results.find(base + "/" + what);
       return it == reporter.results.end() ? result{} : it->second;
@@ -323,7 +359,7 @@ int main(int argc, char** argv) {
     if (mapper.bytes_per_second == 0) continue;  // filtered out
     any_row = true;
     double node_mbps = 0;
-    if (auto it = nodes.find(k); it != nodes.end() && it->second.file_bytes > 0) {
+    if (auto it = nodes.find(k->name); it != nodes.end() && it->second.file_bytes > 0) {
       // Node's figures count the newlines: scale to the bytes the C++ benchmarks count.
       node_mbps = std::max(it->second.wall_mbps, it->second.cpu_mbps) * static_cast<double>(t.bytes) /
                   it->second.file_bytes;
