@@ -1,5 +1,7 @@
 #include <agenthost/providers/pi.hpp>
 
+#include "command_run.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -156,30 +158,11 @@ boost::system::result<pi_command, std::string> build_pi_command(const pi_options
 
 boost::system::result<std::vector<std::string>, std::string> build_pi_arguments(const pi_options& o,
                                                                                 std::string_view prompt) {
-  auto cmd = build_pi_command(o, prompt);
-  if (!cmd) return cmd.error();
-  return std::move(cmd->args);
+  return detail::arguments_of(build_pi_command(o, prompt));
 }
 
 pi_run make_pi_run(const pi_options& o, std::string_view prompt) {
-  pi_run r{.spawn = spawn_request(boost::system::in_place_error, std::string()), .run = o.run};
-  auto cmd = build_pi_command(o, prompt);
-  if (!cmd) {
-    r.spawn = spawn_request(boost::system::in_place_error, cmd.error());
-    return r;
-  }
-  const bool via_stdin = cmd->stdin_text.has_value();
-  r.run.stdin_data = std::move(cmd->stdin_text);
-  r.spawn = process::spawn_options{.executable = o.executable,
-                                   .args = std::move(cmd->args),
-                                   .working_directory = o.working_directory,
-                                   .env = o.env,
-                                   // pi reads piped stdin to EOF before doing anything: the prompt, or /dev/null.
-                                   .stdin_mode = via_stdin ? process::stdin_kind::pipe : process::stdin_kind::null,
-                                   .containment = o.containment,
-                                   .reaper_path = o.reaper_path,
-                                   .log = o.log};
-  return r;
+  return detail::run_request_for(o, build_pi_command(o, prompt));
 }
 
 spawn_request pi_spawn_options(const pi_options& o, std::string_view prompt) {

@@ -91,12 +91,7 @@ struct claude_options {
 };
 
 /// A claude command: its arguments and what goes to its stdin.
-struct claude_command {
-  /// The full argument list after argv[0].
-  std::vector<std::string> args;
-  /// The prompt, when it goes to Claude's stdin (then EOF); nullopt = it is the last argument and stdin is /dev/null.
-  std::optional<std::string> stdin_text;
-};
+using claude_command = agent_command;
 
 /// The command for one prompt, or a message saying which option is invalid. Rules: extra arguments first, then ours;
 /// list-valued flags use the `--flag=value` form (Claude's list options take every following argument that does not

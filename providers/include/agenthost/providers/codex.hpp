@@ -85,12 +85,7 @@ struct codex_options {
 std::string_view to_string(codex_sandbox s) noexcept;
 
 /// A codex command: its arguments and what goes to its stdin.
-struct codex_command {
-  /// The full argument list after argv[0].
-  std::vector<std::string> args;
-  /// The prompt when it goes through stdin (then EOF); nullopt = none, stdin is /dev/null.
-  std::optional<std::string> stdin_text;
-};
+using codex_command = agent_command;
 
 /// The command for one prompt, or a message saying which option is invalid (an empty prompt is one too).
 boost::system::result<codex_command, std::string> build_codex_command(const codex_options& options,

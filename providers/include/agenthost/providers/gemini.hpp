@@ -103,12 +103,7 @@ struct gemini_options {
 };
 
 /// A gemini command: its arguments and what goes to its stdin.
-struct gemini_command {
-  /// The full argument list after argv[0].
-  std::vector<std::string> args;
-  /// The prompt written to gemini's stdin (then EOF); nullopt = none, stdin is /dev/null.
-  std::optional<std::string> stdin_text;
-};
+using gemini_command = agent_command;
 
 /// The command for one prompt, or a message saying which option is invalid (an empty prompt, a model starting with
 /// '-', a session id that is empty or starts with '-', an include directory that is empty, starts with '-' or holds a

@@ -108,12 +108,7 @@ struct pi_options {
 bool pi_thinking_level_valid(std::string_view level, const std::optional<version>& v);
 
 /// A pi command: its arguments and what goes to its stdin.
-struct pi_command {
-  /// The full argument list after argv[0].
-  std::vector<std::string> args;
-  /// The part of the prompt written to pi's stdin (then EOF); nullopt = none, stdin is /dev/null.
-  std::optional<std::string> stdin_text;
-};
+using pi_command = agent_command;
 
 /// The command for one prompt, or a message saying which option is invalid.
 /// Rules: a prompt passed as an argument never becomes a flag (`--` where pi supports it; older pi gets the prompt

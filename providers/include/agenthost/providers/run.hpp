@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace agenthost::providers {
 
@@ -69,6 +70,13 @@ struct run_options {
 
 /// A command line to spawn, or why none could be built (reported as terminal.failed, reason start_failed).
 using spawn_request = boost::system::result<process::spawn_options, std::string>;
+
+/// An agent's command as a provider builds it: the arguments after argv[0], and what goes to the agent's stdin (then
+/// EOF) — the prompt, when it is too long for an argument; nullopt = stdin is /dev/null.
+struct agent_command {
+  std::vector<std::string> args;
+  std::optional<std::string> stdin_text;
+};
 
 /// What async_run_agent needs for one run of an agent, as the providers' make_<agent>_run() build it: the spawn
 /// request and the run options (the provider's options.run, plus whatever the command needs, such as stdin_data).
