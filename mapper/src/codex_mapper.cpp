@@ -713,7 +713,11 @@ struct codex_mapper::impl {
   void on_command(std::vector<message>& out, bool completed) {
     const x_item& it = ev.item;
     // An item seen first as item.completed still carries its command: the call is announced with its real input.
-    if (!core.tool_open(it.id)) core.tool_call(out, it.id, kShellTool, json{{"command", std::string(it.command)}});
+    if (!core.tool_open(it.id)) {
+      json input(json::value_t::object);
+      put(input.get_ref<json::object_t&>(), "command", std::string(it.command));
+      core.tool_call(out, it.id, kShellTool, std::move(input));
+    }
     if (!completed) {
       core.tool_update(out, it.id, kShellTool, it.aggregated_output);
       return;
@@ -726,9 +730,11 @@ struct codex_mapper::impl {
                                      : "the command failed";
     }
     // The rest of the item; its aggregated_output is the message's output (not repeated: it can be large).
-    json raw = {{"command", std::string(it.command)},
-                {"exit_code", it.exit_code ? json(*it.exit_code) : json(nullptr)},
-                {"status", std::string(it.status)}};
+    json raw(json::value_t::object);
+    auto& r = raw.get_ref<json::object_t&>();
+    put(r, "command", std::string(it.command));
+    put(r, "exit_code", it.exit_code ? json(*it.exit_code) : json(nullptr));
+    put(r, "status", std::string(it.status));
     core.tool_close(out, it.id, kShellTool, std::move(text), failed, std::move(raw));
   }
 

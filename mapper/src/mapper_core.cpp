@@ -25,6 +25,14 @@ using nlohmann::json;
 using transport::message;
 using transport::message_type;
 
+namespace {
+json::object_t& new_content(std::vector<message>& out, message_type type) {
+  return out.emplace_back(message{type, json(json::value_t::object)}).content.get_ref<json::object_t&>();
+}
+}  // namespace
+
+void put(json::object_t& o, const char* key, json value) { o.emplace_hint(o.end(), key, std::move(value)); }
+
 json usage_sum::to_json() const {
   json u = {{"input_tokens", input},
             {"output_tokens", output},
@@ -118,7 +126,7 @@ void mapper_core::text(std::vector<message>& out, std::string_view delta) {
 void mapper_core::thought(std::vector<message>& out, std::string text) {
   if (text.empty()) return;
   ensure_session(out);
-  out.push_back(message{message_type::assistant_thought, json{{"text", std::move(text)}}});
+  put(new_content(out, message_type::assistant_thought), "text", std::move(text));
 }
 
 void mapper_core::status(std::vector<message>& out, std::string_view kind, std::string_view text, json extra) {
@@ -135,10 +143,12 @@ void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std:
   tool_order_.emplace_back(id);
   if (input.is_null()) input = json::object();
   else if (!input.is_object()) input = json{{"value", std::move(input)}};
-  json c = {{"tool_call_id", std::string(id)}, {"name", std::string(name)}, {"input", std::move(input)}};
-  if (synthesized) c["synthesized"] = true;
   ensure_session(out);
-  out.push_back(message{message_type::tool_call, std::move(c)});
+  auto& c = new_content(out, message_type::tool_call);
+  put(c, "input", std::move(input));
+  put(c, "name", std::string(name));
+  if (synthesized) put(c, "synthesized", true);
+  put(c, "tool_call_id", std::string(id));
 }
 
 void mapper_core::tool_update(std::vector<message>& out, std::string_view id, std::string_view name,
@@ -152,10 +162,10 @@ void mapper_core::tool_update(std::vector<message>& out, std::string_view id, st
   tool_state& t = it->second;
   if (output == t.last_output) return;  // cumulative output: only changes are reported
   t.last_output.assign(output);
-  out.push_back(message{message_type::tool_update,
-                        json{{"tool_call_id", std::string(id)},
-                             {"name", name.empty() ? t.name : std::string(name)},
-                             {"output", std::string(output)}}});
+  auto& c = new_content(out, message_type::tool_update);
+  put(c, "name", name.empty() ? t.name : std::string(name));
+  put(c, "output", std::string(output));
+  put(c, "tool_call_id", std::string(id));
 }
 
 void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std::string_view name, std::string text,
@@ -166,10 +176,12 @@ void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std
     tool_call(out, id, name, nullptr, true);  // a result for a call never announced
     it = open_tools_.find(id);
   }
-  const std::string tool_name = name.empty() ? it->second.name : std::string(name);
-  json c = {{"tool_call_id", std::string(id)}, {"name", tool_name}, {is_error ? "error" : "output", std::move(text)}};
-  if (!raw.is_null()) c["raw_output"] = std::move(raw);
-  out.push_back(message{is_error ? message_type::tool_failed : message_type::tool_completed, std::move(c)});
+  auto& c = new_content(out, is_error ? message_type::tool_failed : message_type::tool_completed);
+  // Keys in order: error|output < name < raw_output < tool_call_id.
+  put(c, is_error ? "error" : "output", std::move(text));
+  put(c, "name", name.empty() ? std::move(it->second.name) : std::string(name));
+  if (!raw.is_null()) put(c, "raw_output", std::move(raw));
+  put(c, "tool_call_id", std::string(id));
   open_tools_.erase(it);
   tool_order_.erase(std::remove(tool_order_.begin(), tool_order_.end(), id), tool_order_.end());
   closed_ids_.emplace(id);

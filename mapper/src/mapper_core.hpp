@@ -29,6 +29,11 @@ struct string_hash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
+/// Adds `key: value` to an object being built, keys in ascending order (std::map: the hint at the end makes it O(1)).
+/// Messages on per-event paths are built this way: an initializer list first builds a two-element array per member,
+/// an allocation and a move each.
+void put(nlohmann::json::object_t& object, const char* key, nlohmann::json value);
+
 /// Longest status / error text copied into a message (cut on a UTF-8 boundary).
 inline constexpr std::size_t kMaxStatusBytes = 2000;
 
