@@ -41,7 +41,7 @@ using strings = std::vector<std::string>;
 TEST(OpencodeArguments, DefaultsAndThePromptOnStdin) {
   EXPECT_EQ(args_of({}, "hello"), (strings{"run", "--format", "json", "--thinking"}));
   // The prompt is never an argument, whatever it looks like: it goes to stdin as given.
-  for (const std::string p : {"-rf /", "--help", "say \"hi\" there", std::string("nul\0byte", 8)}) {
+  for (const std::string& p : strings{"-rf /", "--help", "say \"hi\" there", std::string("nul\0byte", 8)}) {
     auto cmd = providers::build_opencode_command({}, p);
     ASSERT_TRUE(cmd.has_value());
     EXPECT_EQ(cmd->args, (strings{"run", "--format", "json", "--thinking"}));
@@ -209,7 +209,7 @@ TEST_F(OpencodeProvider, ErrorThenExit1IsAgentError) {
 TEST_F(OpencodeProvider, PromptReachesStdinExactly) {
   // The stand-in hashes what arrives on stdin: the prompt must arrive whole (a large one too, a leading '-' and
   // quotes unchanged), then EOF. Its line is an event type the mapper ignores: the raw-line tap sees it.
-  for (const std::string prompt : {std::string("-\"quoted\" prompt"), std::string(std::size_t{200} << 10, 'p')}) {
+  for (const std::string& prompt : strings{std::string("-\"quoted\" prompt"), std::string(std::size_t{200} << 10, 'p')}) {
     auto o = stand_in("stdin-digest");
     std::vector<std::string> raw;
     o.run.on_agent_line = [&](std::string_view l) { raw.emplace_back(l); };
