@@ -8,7 +8,8 @@
 //
 // HTTP 500/429 are not run here: opencode retries them 5 times with a backoff of ~70 s in all and has no knob to
 // limit that (only a `retry-after(-ms)` response header shortens it, which the shared mock does not send); the
-// non-retried 400 is run instead, and the 500/429 recordings are covered by the mapper tests.
+// non-retried 400 is run instead, and the 500/429 recordings are covered by the mapper tests. The 503-then-answer
+// retry (`flaky`, ~2 s of backoff) is left to the mapper test of its recording too, to keep this suite short.
 //
 // Skips (naming why) when opencode is not installed or python3 is missing. AGENTHOST_REAL_OPENCODE overrides the
 // executable. AGENTHOST_RECORD_FIXTURES=1 writes what opencode printed into
@@ -50,7 +51,7 @@ std::string unavailable_reason() {
 const char* const prompt = "Do what the scenario says.";
 
 // The scenarios the config lists as models of the `mock` provider (an unlisted model id fails before any request).
-const std::vector<std::string> models = {"answer", "tool", "slow", "http400", "flaky", "long-tool", "cut-retry"};
+const std::vector<std::string> models = {"answer", "tool", "slow", "http400", "long-tool", "cut-retry"};
 
 // One run through the provider: the normalized messages and, from the same run, what opencode printed.
 struct run_result {
@@ -337,17 +338,6 @@ TEST_F(RealOpencode, Http400IsAgentErrorNotRetryable) {
   EXPECT_EQ(r.terminal.content.at("retryable"), false);
   EXPECT_EQ(r.terminal.content.at("exit_code"), 1);
   EXPECT_EQ(mock->requests_of("http400"), (std::vector<std::string>{"http_error@turn0"}));
-}
-
-// HTTP 503 then the answer: opencode retries after ~2 s and the retry leaves no trace on stdout.
-TEST_F(RealOpencode, ServerErrorIsRetriedSilently) {
-  const auto s = scripted("flaky");
-  auto r = run("flaky");
-  expect_frame(r);
-  expect_script(r, s);
-  expect_completed(r, s);
-  EXPECT_TRUE(r.raw_of_type("error").empty()) << r.dump();
-  EXPECT_EQ(mock->requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
 }
 
 // Cancelled while the model streams (40 s of "tick"): SIGINT ends opencode at once; the text streamed so far was
