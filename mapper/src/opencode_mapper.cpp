@@ -49,7 +49,7 @@ struct oc_event {
   std::string_view session_id;
   // part
   bool has_part = false, has_text = false;
-  std::string_view part_id, text, tool, call_id, reason;
+  std::string_view part_id, message_id, text, tool, call_id, reason;
   // part.state (tool_use)
   std::string_view status, output, error_text, title;
   json input, metadata;  // null when absent
@@ -191,8 +191,11 @@ struct opencode_mapper::impl {
   std::optional<long long> http_status{};
   std::optional<bool> is_retryable{};
   std::string step_text;        // the texts of the current step (terminal.completed.text of the last one)
-  // Ids of the parts already mapped: opencode prints a part once, but a repeated line must add nothing (no text
-  // twice, no usage counted twice). O(parts), not O(bytes).
+  // Ids of the parts of the current message (step) already mapped: opencode prints a part once, but a repeated line
+  // must add nothing (no text twice, no usage counted twice). Only the current message's parts are kept (a part
+  // belongs to one message, and opencode prints a message's parts before the next message's), so memory is
+  // O(parts of one step), not O(run) — and the set stays small, which keeps this lookup cheap.
+  std::string seen_message;
   std::unordered_set<std::string, string_hash, std::equal_to<>> seen_parts;
   std::vector<std::string> held_thoughts;  // buffered reasoning, released when the run's final step ends
 
@@ -245,6 +248,7 @@ struct opencode_mapper::impl {
     ev.has_part = true;
     return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
       if (key == "id") return read_string(v, ev.part_id, arena);
+      if (key == "messageID") return read_string(v, ev.message_id, arena);
       if (key == "text") return read_string(v, ev.text, arena, &ev.has_text);
       if (key == "tool") return read_string(v, ev.tool, arena);
       if (key == "callID") return read_string(v, ev.call_id, arena);
@@ -345,6 +349,10 @@ struct opencode_mapper::impl {
   /// False when the part was mapped already (a repeated line); parts without an id are always new.
   bool first_time(std::string_view part_id) {
     if (part_id.empty()) return true;
+    if (ev.message_id != seen_message) {
+      seen_message.assign(ev.message_id);
+      seen_parts.clear();
+    }
     return seen_parts.emplace(part_id).second;
   }
 

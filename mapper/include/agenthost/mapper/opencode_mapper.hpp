@@ -14,8 +14,8 @@
 //
 // Pure: no I/O, no clock, no threads. Every line is read with simdjson On-Demand (one parser and one padded buffer
 // reused for the mapper's lifetime); nlohmann::json is built only for emitted content (tool input, metadata). Work is
-// O(total input); memory is O(longest line + the text of the current step + held thinking + the ids of the parts
-// seen), never O(stream bytes).
+// O(total input); memory is O(longest line + the text of the current step + held thinking + the ids of the current
+// step's parts + the ids of the tool calls), never O(stream bytes). A line repeated within its step adds nothing.
 //
 // Thread safety: one instance is used by one thread at a time (no shared state between instances).
 #pragma once
