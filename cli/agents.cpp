@@ -3,6 +3,7 @@
 #include <agenthost/providers/claude.hpp>
 #include <agenthost/providers/codex.hpp>
 #include <agenthost/providers/gemini.hpp>
+#include <agenthost/providers/opencode.hpp>
 #include <agenthost/providers/pi.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -70,6 +71,12 @@ const std::vector<agent_entry>& agents() {
               providers::async_run_gemini(std::move(ex), o, prompt, std::move(cb), std::move(token));
             },
             [](const providers::gemini_options& o) { return providers::make_gemini_mapper(o); }),
+      entry("opencode", [](const parsed&) { return providers::opencode_options{}; },
+            [](asio::any_io_executor ex, providers::opencode_options o, std::string_view prompt,
+               providers::message_handler cb, auto token) {
+              providers::async_run_opencode(std::move(ex), o, prompt, std::move(cb), std::move(token));
+            },
+            [](const providers::opencode_options& o) { return providers::make_opencode_mapper(o); }),
   };
   return all;
 }

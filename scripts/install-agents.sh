@@ -124,6 +124,10 @@ install_claude "${1:-}" || claude_rc=1
 # Installed means: `<bin> --version` prints the pinned version (for Codex that proves the native binary is there).
 own_prefix_agents=("codex|@openai/codex@0.171.0|16|codex|codex-cli 0.171.0"
                    "gemini|@google/gemini-cli@0.61.0|20|gemini|0.61.0")
+# opencode-ai 1.18.33 (OpenCode): a launcher package whose postinstall.mjs hard-links the native Bun binary of the
+#   optional dependency opencode-linux-x64 (185 MB; the baseline variant comes along: 354 MB in all) to
+#   bin/opencode.exe; no Node at run time. `--version` prints the bare version only when that binary is in place.
+own_prefix_agents+=("opencode|opencode-ai@1.18.33|18|opencode|1.18.33")
 
 install_own_prefix() {  # install_own_prefix NAME SPEC MIN_NODE_MAJOR BIN VERSION_LINE [--check]
   local name=$1 spec=$2 min_major=$3 bin=$4 want=$5 mode=${6:-}

@@ -110,6 +110,7 @@ TEST(Cli, MapsEveryAgentsRecordedOutput) {
       {"claude", "/claude-code/recorded/tool.jsonl"},
       {"codex", "/codex/recorded/codex-0.171.0-tool.jsonl"},
       {"gemini", "/gemini/recorded/gemini-0.61.0-tool.jsonl"},
+      {"opencode", "/opencode/recorded/opencode-1.18.33-tool.jsonl"},
   };
   for (const auto& [agent, file] : runs) {
     auto r = run_cli({"map", "--agent", agent, fixtures + file});

@@ -1,0 +1,530 @@
+// The OpenCode mapper: `opencode run --format json` events → contract messages. See opencode_mapper.hpp and
+// docs/contract.md ("OpenCode mapping").
+#include <agenthost/mapper/opencode_mapper.hpp>
+
+#include "mapper_core.hpp"
+#include "ondemand_util.hpp"
+#include "text_util.hpp"
+
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+
+#include <cstdint>
+#include <cstring>
+#include <unordered_set>
+
+namespace agenthost::mapper {
+
+using transport::message;
+using transport::message_type;
+using json = nlohmann::json;
+using simdjson::error_code;
+using namespace detail;
+
+namespace {
+
+// Lines above this size leave the parser and buffer oversized; they are released after such a line.
+constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
+// The response body of an HTTP error is kept for diagnosis, bounded.
+constexpr std::size_t kMaxBodyBytes = 4096;
+
+enum class event_kind { unknown, step_start, reasoning, text, tool_use, step_finish, error };
+
+event_kind kind_of(std::string_view t) noexcept {
+  if (t == "text") return event_kind::text;
+  if (t == "reasoning") return event_kind::reasoning;
+  if (t == "tool_use") return event_kind::tool_use;
+  if (t == "step_start") return event_kind::step_start;
+  if (t == "step_finish") return event_kind::step_finish;
+  if (t == "error") return event_kind::error;
+  return event_kind::unknown;
+}
+
+// One parsed line: the fields of every event type the mapper reads (what a type does not have stays empty).
+struct oc_event {
+  event_kind kind = event_kind::unknown;
+  bool has_type = false;
+  /// A field the mapper reads had the wrong JSON type: the line is invalid unless its type is one the mapper ignores.
+  bool wrong_type = false;
+  std::string_view session_id;
+  // part
+  bool has_part = false, has_text = false;
+  std::string_view part_id, message_id, text, tool, call_id, reason;
+  // part.state (tool_use)
+  std::string_view status, output, error_text, title;
+  json input, metadata;  // null when absent
+  // part.tokens / part.cost (step_finish)
+  bool has_tokens = false;
+  long long input_tokens = 0, output_tokens = 0, reasoning_tokens = 0, cache_read = 0, cache_write = 0;
+  std::optional<double> cost{};
+  // error
+  bool has_error = false;
+  std::string_view error_name, error_message, response_body;
+  std::optional<long long> status_code{};
+  std::optional<bool> is_retryable{};
+};
+
+bool is_type_mismatch(error_code e) noexcept {
+  return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE;
+}
+
+/// A type mismatch is noted and the walk goes on (the value is skipped); anything else (structure, strings) fails.
+error_code note(error_code e, bool& wrong_type) noexcept {
+  if (is_type_mismatch(e)) {
+    wrong_type = true;
+    return simdjson::SUCCESS;
+  }
+  return e;
+}
+
+// A field the mapper reads must have its JSON type; null counts as absent. Anything else makes the line invalid
+// (reported, never fatal): a `text` that is a number would otherwise lose content silently.
+error_code read_string(od::value& v, std::string_view& out, string_arena& arena, bool* has = nullptr) {
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::null) return simdjson::SUCCESS;
+  if (t != od::json_type::string) return simdjson::INCORRECT_TYPE;
+  if (auto e = get_string(v, out, arena)) return e;
+  if (has != nullptr) *has = true;
+  return simdjson::SUCCESS;
+}
+
+error_code read_int(od::value& v, std::optional<long long>& out) {
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::null) return simdjson::SUCCESS;
+  if (t != od::json_type::number) return simdjson::INCORRECT_TYPE;
+  double d = 0;
+  if (auto e = get_number(v, d)) return e;
+  // Token counts are integers; a fractional or absurd one is a wrong value, not something to round silently.
+  if (d < -9.0e15 || d > 9.0e15 || d != static_cast<double>(static_cast<long long>(d))) return simdjson::NUMBER_ERROR;
+  out = static_cast<long long>(d);
+  return simdjson::SUCCESS;
+}
+
+error_code read_count(od::value& v, long long& out) {
+  std::optional<long long> n;
+  if (auto e = read_int(v, n)) return e;
+  out = n.value_or(0);
+  return simdjson::SUCCESS;
+}
+
+error_code read_double(od::value& v, std::optional<double>& out) {
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::null) return simdjson::SUCCESS;
+  if (t != od::json_type::number) return simdjson::INCORRECT_TYPE;
+  double d = 0;
+  if (auto e = get_number(v, d)) return e;
+  out = d;
+  return simdjson::SUCCESS;
+}
+
+error_code read_bool(od::value& v, std::optional<bool>& out) {
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::null) return simdjson::SUCCESS;
+  if (t != od::json_type::boolean) return simdjson::INCORRECT_TYPE;
+  bool b = false;
+  if (auto e = v.get_bool().get(b)) return e;
+  out = b;
+  return simdjson::SUCCESS;
+}
+
+// An object-valued field: null is absent; any other non-object is a wrong type.
+template <class F>
+error_code read_object(od::value& v, F&& f) {
+  od::json_type t{};
+  if (auto e = v.type().get(t)) return e;
+  if (t == od::json_type::null) return simdjson::SUCCESS;
+  if (t != od::json_type::object) return simdjson::INCORRECT_TYPE;
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return e;
+  return f(obj);
+}
+
+// Calls f(key, value) for every field of `obj`; f returns an error_code (a type mismatch is noted, not fatal).
+template <class F>
+error_code for_fields(od::object& obj, bool& wrong_type, F&& f) {
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) return e;
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value v = field.value();
+    if (auto e = note(f(key, v), wrong_type)) return e;
+  }
+  return simdjson::SUCCESS;
+}
+
+/// True when the reason of a step_finish ends the run: every reason but `tool-calls` (opencode runs the tools and
+/// starts another step only then); `stop` normally, `length` / `content-filter` when the model was cut off.
+bool final_reason(std::string_view reason) noexcept { return reason != "tool-calls"; }
+
+}  // namespace
+
+struct opencode_mapper::impl {
+  explicit impl(opencode_mapper_options o)
+      : options(std::move(o)),
+        core(core_options{.agent = options.agent,
+                          .max_invalid_lines = options.max_invalid_lines,
+                          .max_invalid_line_bytes = options.max_invalid_line_bytes,
+                          .requested_session_id = options.requested_session_id,
+                          .merge_adjacent_text = options.merge_adjacent_text}) {}
+
+  opencode_mapper_options options;
+  mapper_core core;
+
+  // ---- parsing: one On-Demand parser and one padded buffer for the mapper's lifetime --------------------------
+  od::parser parser;
+  std::unique_ptr<char[]> buffer;
+  std::size_t capacity = 0;
+  string_arena arena;
+  oc_event ev;
+
+  // ---- run state --------------------------------------------------------------------------------------------------
+  bool finished = false;        // a final step_finish or an error since the last step_start
+  bool step_completed = false;  // the last step ended with a final step_finish
+  std::string stop_reason;      // its reason
+  bool failed = false;          // an `error` event
+  std::string error_name, error_message, response_body;
+  std::optional<long long> http_status{};
+  std::optional<bool> is_retryable{};
+  std::string step_text;        // the texts of the current step (terminal.completed.text of the last one)
+  // Ids of the parts of the current message (step) already mapped: opencode prints a part once, but a repeated line
+  // must add nothing (no text twice, no usage counted twice). Only the current message's parts are kept (a part
+  // belongs to one message, and opencode prints a message's parts before the next message's), so memory is
+  // O(parts of one step), not O(run) — and the set stays small, which keeps this lookup cheap.
+  std::string seen_message;
+  std::unordered_set<std::string, string_hash, std::equal_to<>> seen_parts;
+  std::vector<std::string> held_thoughts;  // buffered reasoning, released when the run's final step ends
+
+  void reserve_buffer(std::size_t needed) {
+    if (capacity > kReleaseAbove && needed < kReleaseAbove / 4) {
+      // A huge line grew the buffer and the parser's index: give that memory back.
+      buffer.reset();
+      capacity = 0;
+      parser = od::parser{};
+    }
+    if (capacity < needed) {
+      std::size_t cap = capacity == 0 ? 4096 : capacity;
+      while (cap < needed) cap *= 2;
+      buffer = std::make_unique<char[]>(cap);
+      capacity = cap;
+    }
+  }
+
+  error_code parse_tokens(od::object& obj) {
+    ev.has_tokens = true;
+    return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
+      if (key == "input") return read_count(v, ev.input_tokens);
+      if (key == "output") return read_count(v, ev.output_tokens);
+      if (key == "reasoning") return read_count(v, ev.reasoning_tokens);
+      if (key == "cache")
+        return read_object(v, [&](od::object c) {
+          return for_fields(c, ev.wrong_type, [&](std::string_view k, od::value& cv) -> error_code {
+            if (k == "read") return read_count(cv, ev.cache_read);
+            if (k == "write") return read_count(cv, ev.cache_write);
+            return simdjson::SUCCESS;
+          });
+        });
+      return simdjson::SUCCESS;
+    });
+  }
+
+  error_code parse_state(od::object& obj) {
+    return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
+      if (key == "status") return read_string(v, ev.status, arena);
+      if (key == "input") return to_json(v, ev.input, arena);
+      if (key == "output") return read_string(v, ev.output, arena);
+      if (key == "error") return read_string(v, ev.error_text, arena);
+      if (key == "title") return read_string(v, ev.title, arena);
+      if (key == "metadata") return to_json(v, ev.metadata, arena);
+      return simdjson::SUCCESS;
+    });
+  }
+
+  error_code parse_part(od::object& obj) {
+    ev.has_part = true;
+    return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
+      if (key == "id") return read_string(v, ev.part_id, arena);
+      if (key == "messageID") return read_string(v, ev.message_id, arena);
+      if (key == "text") return read_string(v, ev.text, arena, &ev.has_text);
+      if (key == "tool") return read_string(v, ev.tool, arena);
+      if (key == "callID") return read_string(v, ev.call_id, arena);
+      if (key == "reason") return read_string(v, ev.reason, arena);
+      if (key == "sessionID" && ev.session_id.empty()) return read_string(v, ev.session_id, arena);
+      if (key == "state") return read_object(v, [&](od::object o) { return parse_state(o); });
+      if (key == "tokens") return read_object(v, [&](od::object o) { return parse_tokens(o); });
+      if (key == "cost") return read_double(v, ev.cost);
+      return simdjson::SUCCESS;
+    });
+  }
+
+  error_code parse_error(od::object& obj) {
+    ev.has_error = true;
+    return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
+      if (key == "name") return read_string(v, ev.error_name, arena);
+      if (key == "message") return read_string(v, ev.error_message, arena);  // an error without `data`
+      if (key == "data")
+        return read_object(v, [&](od::object d) {
+          return for_fields(d, ev.wrong_type, [&](std::string_view k, od::value& dv) -> error_code {
+            if (k == "message") return read_string(dv, ev.error_message, arena);
+            if (k == "statusCode") return read_int(dv, ev.status_code);
+            if (k == "isRetryable") return read_bool(dv, ev.is_retryable);
+            if (k == "responseBody") return read_string(dv, ev.response_body, arena);
+            return simdjson::SUCCESS;
+          });
+        });
+      return simdjson::SUCCESS;
+    });
+  }
+
+  // Fills `ev`; an error means the line is invalid.
+  error_code parse(std::string_view line) {
+    ev = oc_event{};
+    if (!arena.empty()) arena.clear();
+    reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
+    std::memcpy(buffer.get(), line.data(), line.size());
+    std::memset(buffer.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
+    od::document doc;
+    if (auto e = parser.iterate(buffer.get(), line.size(), capacity).get(doc)) return e;
+    od::object root;
+    if (auto e = doc.get_object().get(root)) return e;
+    bool part_wrong_type = false;
+    for (auto field_result : root) {
+      od::field field;
+      if (auto e = std::move(field_result).get(field)) return e;
+      std::string_view key;
+      if (auto e = field.unescaped_key().get(key)) return e;
+      od::value v = field.value();
+      error_code e = simdjson::SUCCESS;
+      if (key == "type") {
+        std::string_view t;
+        // A `type` that is not a string makes the line invalid whatever else it holds.
+        if (auto te = read_string(v, t, arena, &ev.has_type)) return te;
+        ev.kind = kind_of(t);
+      } else if (key == "sessionID") {
+        std::string_view sid;
+        e = read_string(v, sid, arena);
+        if (!sid.empty()) ev.session_id = sid;  // the event's own id wins over the part's
+      } else if (key == "part") {
+        od::json_type t{};
+        if (auto te = v.type().get(t)) return te;
+        if (t != od::json_type::object) {
+          part_wrong_type = t != od::json_type::null;
+          continue;
+        }
+        od::object o;
+        if (auto oe = v.get_object().get(o)) return oe;
+        e = parse_part(o);
+      } else if (key == "error") {
+        e = read_object(v, [&](od::object o) { return parse_error(o); });
+      }
+      if (auto f = note(e, ev.wrong_type)) return f;
+    }
+    if (!ev.has_type) return simdjson::NO_SUCH_FIELD;
+    // Nothing but whitespace may follow the object.
+    const char* location = nullptr;
+    if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+    // Event types the mapper ignores are not checked further (their fields may mean something else).
+    if (ev.kind == event_kind::unknown) return simdjson::SUCCESS;
+    if (ev.wrong_type || part_wrong_type) return simdjson::INCORRECT_TYPE;
+    // Every event but `error` is about a part; text and reasoning need their text, a tool its call id or part id.
+    if (ev.kind != event_kind::error && !ev.has_part) return simdjson::INCORRECT_TYPE;
+    if ((ev.kind == event_kind::text || ev.kind == event_kind::reasoning) && !ev.has_text)
+      return simdjson::INCORRECT_TYPE;
+    if (ev.kind == event_kind::tool_use && ev.call_id.empty() && ev.part_id.empty()) return simdjson::INCORRECT_TYPE;
+    if (ev.kind == event_kind::error && !ev.has_error) return simdjson::INCORRECT_TYPE;
+    return simdjson::SUCCESS;
+  }
+
+  // ---- mapping ----------------------------------------------------------------------------------------------------
+
+  void release_thoughts(std::vector<message>& out) {
+    for (auto& t : held_thoughts) core.thought(out, std::move(t));
+    held_thoughts.clear();
+  }
+
+  /// False when the part was mapped already (a repeated line); parts without an id are always new.
+  bool first_time(std::string_view part_id) {
+    if (part_id.empty()) return true;
+    if (ev.message_id != seen_message) {
+      seen_message.assign(ev.message_id);
+      seen_parts.clear();
+    }
+    return seen_parts.emplace(part_id).second;
+  }
+
+  void apply(std::vector<message>& out) {
+    core.saw_event = true;
+    // No init event: the first session id seen is the session (a real one, not synthesized).
+    if (!core.session_emitted()) {
+      if (!ev.session_id.empty()) core.session(out, ev.session_id, {}, {});
+      else core.ensure_session(out);
+    }
+    switch (ev.kind) {
+      case event_kind::step_start:
+        if (!first_time(ev.part_id)) break;
+        // A new model request. After a cut stream opencode starts the same step again without a step_finish: the
+        // run is not over, and the text of the new attempt is the step's text.
+        finished = false;
+        step_completed = false;
+        step_text.clear();
+        break;
+      case event_kind::reasoning:
+        if (!first_time(ev.part_id)) break;
+        if (options.thinking == thinking_mode::stream) core.thought(out, std::string(ev.text));
+        else if (!ev.text.empty()) held_thoughts.emplace_back(ev.text);
+        break;
+      case event_kind::text:
+        if (!first_time(ev.part_id)) break;
+        core.text(out, ev.text);
+        step_text.append(ev.text);
+        break;
+      case event_kind::tool_use:
+        on_tool(out);
+        break;
+      case event_kind::step_finish:
+        on_step_finish(out);
+        break;
+      case event_kind::error:
+        on_error(out);
+        break;
+      case event_kind::unknown:
+        break;  // future event types: nothing to map
+    }
+  }
+
+  void on_tool(std::vector<message>& out) {
+    // The model's call id names the call; the part id stands in if opencode ever leaves it out.
+    const std::string_view id = ev.call_id.empty() ? ev.part_id : ev.call_id;
+    const std::string_view name = ev.tool.empty() ? std::string_view("tool") : ev.tool;
+    core.tool_call(out, id, name, ev.input);
+    // opencode prints a tool part only once it is completed or failed; another status leaves the call open (closed
+    // by a later line, or by finish()).
+    if (ev.status != "completed" && ev.status != "error") return;
+    const bool is_error = ev.status == "error";
+    std::string text(is_error ? ev.error_text : ev.output);
+    if (is_error && text.empty()) text = "the tool failed";
+    json raw = {{"status", std::string(ev.status)}, {"metadata", ev.metadata}};
+    if (!ev.title.empty()) raw["title"] = std::string(ev.title);
+    if (is_error && !ev.output.empty()) raw["output"] = std::string(ev.output);
+    core.tool_close(out, id, name, std::move(text), is_error, std::move(raw));
+  }
+
+  void on_step_finish(std::vector<message>& out) {
+    if (!first_time(ev.part_id)) return;  // the same step again: usage must not count twice
+    if (ev.has_tokens) {
+      usage_sum& u = core.usage;
+      u.input += ev.input_tokens;
+      u.output += ev.output_tokens;
+      u.reasoning += ev.reasoning_tokens;
+      u.cache_read += ev.cache_read;
+      u.cache_write += ev.cache_write;
+      u.any = true;
+    }
+    if (ev.cost) u_cost(*ev.cost);
+    if (!final_reason(ev.reason)) return;  // the tools ran; another step follows
+    finished = true;
+    step_completed = true;
+    stop_reason.assign(ev.reason);
+    release_thoughts(out);
+  }
+
+  void u_cost(double c) {
+    core.usage.cost_total = core.usage.cost_total.value_or(0.0) + c;
+    core.usage.any = true;
+  }
+
+  void on_error(std::vector<message>& out) {
+    if (failed && finished) return;  // the same error again
+    failed = true;
+    finished = true;
+    error_name.assign(ev.error_name);
+    error_message = sanitize_utf8(ev.error_message, kMaxStatusBytes);
+    response_body = sanitize_utf8(ev.response_body, kMaxBodyBytes);
+    http_status = ev.status_code;
+    is_retryable = ev.is_retryable;
+    release_thoughts(out);
+  }
+
+  /// opencode's own flag when it sent one; otherwise the statuses opencode retries itself (429, 5xx).
+  [[nodiscard]] bool retryable() const noexcept {
+    if (is_retryable) return *is_retryable;
+    if (http_status) return *http_status == 408 || *http_status == 429 || *http_status >= 500;
+    return false;
+  }
+
+  void finish(const run_end& end, std::vector<message>& out) {
+    if (!core.begin_finish()) return;
+    // Held thinking is part of what the agent did, whatever the outcome.
+    release_thoughts(out);
+    if (auto common = core.common_end(end, finished)) {
+      core.emit_terminal(out, std::move(*common), end);
+      return;
+    }
+    // The provider stopped an opencode that had already finished (it can linger): the exit status says nothing.
+    const bool forced = end.stopped_after_finish && finished;
+    const auto* exited = end.status ? end.status->as_exited() : nullptr;
+    const int code = exited != nullptr ? exited->code : 0;
+    terminal_draft d;
+    if (failed) {
+      // opencode exits 1 after an error event; the event is the better explanation.
+      std::string text = error_message.empty() ? options.agent + " reported an error" : error_message;
+      if (!error_name.empty()) text = error_name + ": " + text;
+      d = terminal_draft{.reason = std::string(transport::failure_reason::agent_error), .text = std::move(text)};
+      d.content["error_message"] = error_message;
+      if (!error_name.empty()) d.content["error_name"] = error_name;
+      if (http_status) d.content["http_status"] = *http_status;
+      if (!response_body.empty()) d.content["response_body"] = response_body;
+      d.content["retryable"] = retryable();
+      if (!forced && code != 0) d.content["exit_code"] = code;
+    } else if (!forced && code != 0) {
+      d = core.exited_draft(end, code);
+    } else if (step_completed) {
+      d = terminal_draft{.type = message_type::terminal_completed, .text = step_text};
+      d.content["stop_reason"] = stop_reason;
+    } else {
+      d = core.no_terminal_draft(end, "step_finish with reason stop, or error");
+    }
+    if (forced) d.content["stopped_after_finish"] = true;
+    core.emit_terminal(out, std::move(d), end);
+  }
+};
+
+opencode_mapper::opencode_mapper(opencode_mapper_options options)
+    : impl_(std::make_unique<impl>(std::move(options))) {}
+opencode_mapper::~opencode_mapper() = default;
+opencode_mapper::opencode_mapper(opencode_mapper&&) noexcept = default;
+opencode_mapper& opencode_mapper::operator=(opencode_mapper&&) noexcept = default;
+
+void opencode_mapper::on_line(std::string_view line, std::vector<message>& out) {
+  impl& m = *impl_;
+  if (!m.core.begin_line(line)) return;  // after finish(), or a blank line
+  try {
+    if (m.parse(line) != simdjson::SUCCESS) {
+      m.core.record_invalid(line);
+      return;
+    }
+    m.apply(out);
+  } catch (const std::exception&) {
+    // Only allocation failures (or a bug) get here: keep the stream alive and report the line.
+    m.core.record_invalid(line);
+  }
+}
+
+void opencode_mapper::on_oversize_line(std::string_view head, std::size_t total_bytes,
+                                       std::vector<message>& /*out*/) {
+  impl_->core.oversize_line(head, total_bytes);
+}
+
+bool opencode_mapper::agent_finished() const noexcept { return impl_->finished; }
+
+void opencode_mapper::finish(const run_end& end, std::vector<message>& out) { impl_->finish(end, out); }
+
+const mapper_stats& opencode_mapper::stats() const noexcept { return impl_->core.stats(); }
+
+const std::string& opencode_mapper::session_id() const noexcept { return impl_->core.session_id(); }
+
+}  // namespace agenthost::mapper

@@ -1,0 +1,333 @@
+// opencode_mapper over every recorded `opencode run --format json` transcript (fixtures/opencode/recorded/) and over
+// hostile input.
+#include "pi_test_util.hpp"
+
+#include <agenthost/mapper/opencode_mapper.hpp>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+namespace agenthost::mapper::test {
+namespace {
+
+std::string oc_fixture(const std::string& name) {
+  return std::string(AGENTHOST_FIXTURES_DIR) + "/opencode/recorded/opencode-1.18.33-" + name + ".jsonl";
+}
+
+std::vector<message> run_oc(const std::vector<std::string>& lines, opencode_mapper_options options = {},
+                            run_end end = {.status = process::exited{0}}) {
+  opencode_mapper mapper(std::move(options));
+  std::vector<message> out;
+  for (const auto& l : lines) mapper.on_line(l, out);
+  mapper.finish(end, out);
+  return out;
+}
+
+// The text the mock model streams for a scenario: the text chunks of every turn (its last attempt).
+struct scripted_text {
+  std::vector<std::string> texts;
+  std::vector<std::string> thoughts;
+  std::string text() const {
+    std::string s;
+    for (const auto& t : texts) s += t;
+    return s;
+  }
+};
+
+scripted_text scripted(const std::string& scenario) {
+  const auto all = json::parse(read_file(std::string(AGENTHOST_FIXTURES_DIR) + "/../tests/mockmodel/scenarios.json"));
+  const json& sc = all.at("scenarios").at(scenario);
+  scripted_text r;
+  for (const auto& turn : sc.at("turns")) {
+    const json& attempt = turn.contains("attempts") ? turn.at("attempts").back() : turn;
+    for (const auto& block : attempt.value("blocks", json::array())) {
+      for (const char* kind : {"text", "thinking"}) {
+        if (!block.contains(kind)) continue;
+        std::string joined;
+        for (const auto& chunk : block.at(kind)) joined += chunk.get<std::string>();
+        (std::string(kind) == "text" ? r.texts : r.thoughts).push_back(joined);
+      }
+    }
+  }
+  return r;
+}
+
+const message& terminal(const std::vector<message>& out) { return out.back(); }
+
+const run_end exit0{.status = process::exited{0}};
+const run_end exit1{.status = process::exited{1}};
+
+// Thinking modes must produce the same thoughts, text and terminal; only the position of the thoughts differs.
+void expect_same_in_both_modes(const std::vector<std::string>& lines, const run_end& end) {
+  const auto buffered = run_oc(lines, {.thinking = thinking_mode::buffered}, end);
+  const auto streamed = run_oc(lines, {.thinking = thinking_mode::stream}, end);
+  expect_valid_run(buffered);
+  expect_valid_run(streamed);
+  EXPECT_EQ(texts(buffered, message_type::assistant_thought), texts(streamed, message_type::assistant_thought));
+  EXPECT_EQ(assistant_text(buffered), assistant_text(streamed));
+  EXPECT_EQ(terminal(buffered).to_json_line(), terminal(streamed).to_json_line());
+  EXPECT_EQ(buffered.size(), streamed.size());
+}
+
+TEST(OpencodeMapper, ToolFixture) {
+  const auto lines = read_lines(oc_fixture("tool"));
+  const auto s = scripted("tool");
+  const auto out = run_oc(lines);
+  expect_valid_run(out);
+  ASSERT_EQ(out.front().type, message_type::session_started);
+  EXPECT_EQ(out.front().content.at("session_id"), "ses_dd557ebfbffeCWlElkDUaI20E0");
+  EXPECT_EQ(out.front().content.at("agent"), "opencode");
+  EXPECT_FALSE(out.front().content.contains("synthesized"));
+  EXPECT_EQ(texts(out, message_type::assistant), s.texts);
+  EXPECT_EQ(assistant_text(out), s.text());
+  EXPECT_EQ(texts(out, message_type::assistant_thought), s.thoughts);
+  const auto calls = of_type(out, message_type::tool_call);
+  ASSERT_EQ(calls.size(), 1u) << to_jsonl(out);
+  EXPECT_EQ(calls[0].content.at("name"), "bash");
+  EXPECT_EQ(calls[0].content.at("tool_call_id"), "call_mock_echo_1");
+  EXPECT_EQ(calls[0].content.at("input"), (json{{"command", "echo agenthost-tool-output"}}));
+  const auto done = of_type(out, message_type::tool_completed);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].content.at("output"), "agenthost-tool-output\n");
+  EXPECT_EQ(done[0].content.at("raw_output").at("metadata").at("exit"), 0);
+  EXPECT_TRUE(of_type(out, message_type::tool_failed).empty());
+  // Buffered: the thoughts of both steps come when the final step ends, i.e. after the tool's result.
+  std::size_t first_thought = out.size(), completed_at = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].type == message_type::assistant_thought && first_thought == out.size()) first_thought = i;
+    if (out[i].type == message_type::tool_completed) completed_at = i;
+  }
+  EXPECT_GT(first_thought, completed_at);
+  const auto& t = terminal(out);
+  ASSERT_EQ(t.type, message_type::terminal_completed) << to_jsonl(out);
+  EXPECT_EQ(t.content.at("text"), s.texts.back());
+  EXPECT_EQ(t.content.at("stop_reason"), "stop");
+  EXPECT_EQ(t.content.at("session_id"), "ses_dd557ebfbffeCWlElkDUaI20E0");
+  EXPECT_EQ(t.content.at("usage").at("input_tokens"), 200);
+  EXPECT_EQ(t.content.at("usage").at("output_tokens"), 28);
+  expect_same_in_both_modes(lines, exit0);
+}
+
+TEST(OpencodeMapper, AnswerFixtures) {
+  const auto s = scripted("answer");
+  {
+    const auto out = run_oc(read_lines(oc_fixture("answer")));  // without --thinking: no reasoning printed
+    expect_valid_run(out);
+    EXPECT_EQ(assistant_text(out), s.text());
+    EXPECT_TRUE(of_type(out, message_type::assistant_thought).empty());
+    ASSERT_EQ(terminal(out).type, message_type::terminal_completed);
+    EXPECT_EQ(terminal(out).content.at("text"), s.text());
+  }
+  const auto lines = read_lines(oc_fixture("answer-thinking"));
+  const auto out = run_oc(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(texts(out, message_type::assistant), s.texts);
+  EXPECT_EQ(texts(out, message_type::assistant_thought), s.thoughts);
+  ASSERT_EQ(terminal(out).type, message_type::terminal_completed);
+  EXPECT_EQ(terminal(out).content.at("text"), s.text());
+  EXPECT_TRUE(terminal(out).content.contains("usage"));
+  expect_same_in_both_modes(lines, exit0);
+}
+
+TEST(OpencodeMapper, FlakyAndCutRetry) {
+  {
+    const auto out = run_oc(read_lines(oc_fixture("flaky")));
+    expect_valid_run(out);
+    EXPECT_EQ(assistant_text(out), scripted("flaky").text());
+    EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
+  }
+  // The cut attempt's thinking was printed before the cut; its partial text was not: the text comes once, whole.
+  const auto lines = read_lines(oc_fixture("cut-retry"));
+  const auto out = run_oc(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), "Hello world.");
+  EXPECT_EQ(texts(out, message_type::assistant_thought).size(), 2u);
+  ASSERT_EQ(terminal(out).type, message_type::terminal_completed);
+  EXPECT_EQ(terminal(out).content.at("text"), "Hello world.");
+  expect_same_in_both_modes(lines, exit0);
+}
+
+TEST(OpencodeMapper, HttpErrorsAreAgentErrorsWithStatusAndRetryable) {
+  struct expected {
+    const char* name;
+    int status;
+    bool retryable;
+  };
+  for (const auto& e : {expected{"http400", 400, false}, expected{"http429", 429, true},
+                        expected{"http500", 500, true}}) {
+    SCOPED_TRACE(e.name);
+    const auto lines = read_lines(oc_fixture(e.name));
+    const auto out = run_oc(lines, {}, exit1);
+    expect_valid_run(out);
+    EXPECT_EQ(out.front().type, message_type::session_started);
+    const auto& t = terminal(out);
+    ASSERT_EQ(t.type, message_type::terminal_failed) << to_jsonl(out);
+    EXPECT_EQ(t.content.at("reason"), "agent_error");
+    EXPECT_EQ(t.content.at("http_status"), e.status);
+    EXPECT_EQ(t.content.at("retryable"), e.retryable);
+    EXPECT_EQ(t.content.at("error_name"), "APIError");
+    EXPECT_EQ(t.content.at("exit_code"), 1);
+    EXPECT_TRUE(t.content.contains("response_body"));
+    expect_same_in_both_modes(lines, exit1);
+    // The error event ends the run.
+    opencode_mapper m;
+    std::vector<message> o;
+    for (const auto& l : lines) m.on_line(l, o);
+    EXPECT_TRUE(m.agent_finished());
+  }
+  const auto out = run_oc(read_lines(oc_fixture("unknown-model")), {}, exit1);
+  expect_valid_run(out);
+  ASSERT_EQ(terminal(out).type, message_type::terminal_failed);
+  EXPECT_EQ(terminal(out).content.at("reason"), "agent_error");
+  EXPECT_EQ(terminal(out).content.at("retryable"), false);
+  EXPECT_FALSE(terminal(out).content.contains("http_status"));
+  EXPECT_NE(terminal(out).content.at("text").get<std::string>().find("Unexpected server error"), std::string::npos);
+}
+
+TEST(OpencodeMapper, InterruptedFixtures) {
+  // SIGINT exit 130 / SIGTERM exit 143 without a final step: failed/exited (the provider's own cancel is cancelled).
+  for (const auto& [name, code] : {std::pair{"slow", 130}, std::pair{"long-tool", 130},
+                                   std::pair{"long-tool-sigterm", 143}}) {
+    SCOPED_TRACE(name);
+    const auto lines = read_lines(oc_fixture(name));
+    const auto out = run_oc(lines, {}, {.status = process::exited{code}});
+    expect_valid_run(out);
+    ASSERT_EQ(terminal(out).type, message_type::terminal_failed);
+    EXPECT_EQ(terminal(out).content.at("reason"), "exited");
+    const auto cancelled = run_oc(lines, {}, {.status = process::exited{code}, .cancelled = true});
+    expect_valid_run(cancelled);
+    EXPECT_EQ(terminal(cancelled).type, message_type::terminal_cancelled);
+    const auto signaled = run_oc(lines, {}, {.status = process::signaled{SIGKILL}});
+    EXPECT_EQ(terminal(signaled).content.at("reason"), "signaled");
+  }
+  // Exit 0 without a final step_finish: the output ended early.
+  const auto out = run_oc(read_lines(oc_fixture("long-tool")), {}, exit0);
+  ASSERT_EQ(terminal(out).type, message_type::terminal_failed);
+  EXPECT_EQ(terminal(out).content.at("reason"), "no_terminal_event");
+}
+
+const std::string kStart =
+    R"({"type":"step_start","sessionID":"ses_1","part":{"id":"p0","sessionID":"ses_1","type":"step-start"}})";
+std::string text_line(const std::string& id, const std::string& text) {
+  return json{{"type", "text"}, {"sessionID", "ses_1"}, {"part", {{"id", id}, {"type", "text"}, {"text", text}}}}
+      .dump();
+}
+std::string finish_line(const std::string& id, const std::string& reason, int in, int out_tokens) {
+  return json{{"type", "step_finish"},
+              {"sessionID", "ses_1"},
+              {"part",
+               {{"id", id},
+                {"reason", reason},
+                {"type", "step-finish"},
+                {"tokens", {{"input", in}, {"output", out_tokens}, {"reasoning", 0}, {"cache", {{"read", 3}, {"write", 0}}}}},
+                {"cost", 0.5}}}}
+      .dump();
+}
+
+TEST(OpencodeMapper, InvalidLinesAreReportedAndNeverStopTheStream) {
+  const std::vector<std::string> lines = {
+      kStart,
+      "not json at all",
+      R"({"type":"text","part":{"id":"a","text":"trunc)",             // truncated
+      R"({"type":42})",                                                 // type not a string
+      R"({"part":{"id":"x","text":"no type"}})",                        // no type
+      R"([1,2,3])",                                                     // not an object
+      R"({"type":"text","part":{"id":"b","text":7}})",                 // text not a string
+      R"({"type":"text","part":"nope"})",                               // part not an object
+      R"({"type":"step_finish","part":{"id":"f","tokens":{"input":"many"}}})",  // tokens of the wrong type
+      R"({"type":"step_start","part":{}} trailing)",                    // trailing content
+      "",                                                               // blank: ignored
+      R"({"type":"some_future_event","part":42})",                      // unknown type: ignored, not invalid
+      text_line("t1", "Fine."),
+      finish_line("f1", "stop", 10, 2)};
+  const auto out = run_oc(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), "Fine.");
+  const auto& t = terminal(out);
+  ASSERT_EQ(t.type, message_type::terminal_completed) << to_jsonl(out);
+  EXPECT_EQ(t.content.at("invalid_output_line_count"), 9);
+  EXPECT_EQ(t.content.at("invalid_output_lines")[0], "not json at all");
+  const auto bounded = run_oc(lines, {.max_invalid_lines = 2, .max_invalid_line_bytes = 8});
+  EXPECT_EQ(terminal(bounded).content.at("invalid_output_line_count"), 9);
+  ASSERT_EQ(terminal(bounded).content.at("invalid_output_lines").size(), 2u);
+  EXPECT_LE(terminal(bounded).content.at("invalid_output_lines")[0].get<std::string>().size(), 8u + 3u);
+}
+
+TEST(OpencodeMapper, DuplicatedEventsAddNothing) {
+  const std::vector<std::string> lines = {kStart, text_line("t1", "Once."), text_line("t1", "Once."),
+                                          finish_line("f1", "stop", 10, 2), finish_line("f1", "stop", 10, 2)};
+  const auto out = run_oc(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), "Once.");
+  EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 10);
+  EXPECT_EQ(terminal(out).content.at("usage").at("cache_read_tokens"), 3);
+  // A repeated tool_use closes the call once.
+  auto tool = read_lines(oc_fixture("tool"));
+  tool.insert(tool.begin() + 4, tool[3]);
+  const auto t = run_oc(tool);
+  expect_valid_run(t);
+  EXPECT_EQ(of_type(t, message_type::tool_call).size(), 1u);
+  EXPECT_EQ(of_type(t, message_type::tool_completed).size(), 1u);
+}
+
+TEST(OpencodeMapper, AgentFinishedAndToolCallsSteps) {
+  opencode_mapper m;
+  std::vector<message> out;
+  m.on_line(kStart, out);
+  EXPECT_FALSE(m.agent_finished());
+  m.on_line(finish_line("f1", "tool-calls", 1, 1), out);
+  EXPECT_FALSE(m.agent_finished()) << "another step follows tool calls";
+  m.on_line(R"({"type":"step_start","sessionID":"ses_1","part":{"id":"p1","type":"step-start"}})", out);
+  m.on_line(text_line("t1", "Done."), out);
+  m.on_line(finish_line("f2", "stop", 1, 1), out);
+  EXPECT_TRUE(m.agent_finished());
+  EXPECT_EQ(m.session_id(), "ses_1");
+  m.finish(exit0, out);
+  const std::size_t n = out.size();
+  m.finish(exit1, out);  // idempotent
+  EXPECT_EQ(out.size(), n);
+  expect_valid_run(out);
+  EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 2);
+  EXPECT_EQ(terminal(out).content.at("text"), "Done.");
+}
+
+TEST(OpencodeMapper, FailedToolAndOpenCallClosedByFinish) {
+  const std::string failed =
+      R"({"type":"tool_use","sessionID":"ses_1","part":{"id":"pt","type":"tool","tool":"bash","callID":"c1",)"
+      R"("state":{"status":"error","input":{"command":"false"},"error":"boom"}}})";
+  const std::string running =
+      R"({"type":"tool_use","sessionID":"ses_1","part":{"id":"pr","type":"tool","tool":"read","callID":"c2",)"
+      R"("state":{"status":"running","input":{"path":"x"}}}})";
+  const auto out = run_oc({kStart, failed, running}, {}, exit0);
+  expect_valid_run(out);
+  const auto f = of_type(out, message_type::tool_failed);
+  ASSERT_EQ(f.size(), 2u) << to_jsonl(out);
+  EXPECT_EQ(f[0].content.at("tool_call_id"), "c1");
+  EXPECT_EQ(terminal(out).content.at("reason"), "no_terminal_event");
+}
+
+TEST(OpencodeMapper, OversizeLineAndResumedSession) {
+  opencode_mapper m({.requested_session_id = "ses_1"});
+  std::vector<message> out;
+  m.on_line(kStart, out);
+  m.on_oversize_line(R"({"type":"text")", 1u << 30, out);
+  m.on_line(text_line("t1", "ok"), out);
+  m.on_line(finish_line("f1", "stop", 1, 1), out);
+  m.finish(exit0, out);
+  expect_valid_run(out);
+  EXPECT_EQ(out.front().type, message_type::session_resumed);
+  EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 1);
+  EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
+}
+
+TEST(OpencodeMapper, NothingPrinted) {
+  const auto out = run_oc({}, {}, exit1);
+  expect_valid_run(out);
+  EXPECT_EQ(terminal(out).content.at("reason"), "exited");
+  const auto zero = run_oc({}, {}, exit0);
+  EXPECT_EQ(terminal(zero).content.at("reason"), "no_terminal_event");
+}
+
+}  // namespace
+}  // namespace agenthost::mapper::test
