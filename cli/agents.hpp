@@ -34,7 +34,7 @@ struct agent_entry {
 
 /// nullptr for an agent the program does not know.
 const agent_entry* find_agent(std::string_view name);
-/// "pi, claude, codex, gemini"
+/// "pi, claude, codex, gemini, opencode"
 std::string agent_names();
 
 }  // namespace agenthost::cli

@@ -24,7 +24,7 @@ const char* const usage_text =
     "  agenthost replay --agent AGENT [--delay-ms N] [--fake-agent PATH] FILE\n"
     "  agenthost doctor [--agent NAME]... [--executable PATH] [--timeout D] [--json]\n"
     "\n"
-    "AGENT: pi, claude, codex or gemini.\n"
+    "AGENT: pi, claude, codex, gemini or opencode.\n"
     "Streams normalized messages as JSONL on stdout (a readable rendering on a terminal unless --json); logs on\n"
     "stderr. Durations: 500ms, 30s, 2m. Exit codes: 0 completed, 1 failed, 2 usage error, 130 cancelled.\n"
     "doctor: which agents are installed and usable (a table on a terminal, else one JSON array); exit 0 when every\n"

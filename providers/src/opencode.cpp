@@ -1,5 +1,7 @@
 #include <agenthost/providers/opencode.hpp>
 
+#include "command_run.hpp"
+
 namespace agenthost::providers {
 
 namespace {
@@ -58,31 +60,11 @@ boost::system::result<opencode_command, std::string> build_opencode_command(cons
 
 boost::system::result<std::vector<std::string>, std::string> build_opencode_arguments(const opencode_options& o,
                                                                                       std::string_view prompt) {
-  auto cmd = build_opencode_command(o, prompt);
-  if (!cmd) return cmd.error();
-  return std::move(cmd->args);
+  return detail::arguments_of(build_opencode_command(o, prompt));
 }
 
 agent_run_request make_opencode_run(const opencode_options& o, std::string_view prompt) {
-  agent_run_request r{.spawn = spawn_request(boost::system::in_place_error, std::string()), .run = o.run};
-  auto cmd = build_opencode_command(o, prompt);
-  if (!cmd) {
-    r.spawn = spawn_request(boost::system::in_place_error, cmd.error());
-    return r;
-  }
-  const bool via_stdin = cmd->stdin_text.has_value();
-  r.run.stdin_data = std::move(cmd->stdin_text);
-  r.spawn = process::spawn_options{.executable = o.executable,
-                                   .args = std::move(cmd->args),
-                                   .working_directory = o.working_directory,
-                                   .env = o.env,
-                                   // opencode reads a non-terminal stdin to EOF and joins it to the message: /dev/null
-                                   // ends that at once. Through stdin: the prompt, then EOF.
-                                   .stdin_mode = via_stdin ? process::stdin_kind::pipe : process::stdin_kind::null,
-                                   .containment = o.containment,
-                                   .reaper_path = o.reaper_path,
-                                   .log = o.log};
-  return r;
+  return detail::run_request_for(o, build_opencode_command(o, prompt));
 }
 
 std::unique_ptr<mapper::event_mapper> make_opencode_mapper(const opencode_options& o) {

@@ -75,12 +75,7 @@ struct opencode_options {
 };
 
 /// An opencode command: its arguments and what goes to its stdin.
-struct opencode_command {
-  /// The full argument list after argv[0].
-  std::vector<std::string> args;
-  /// The prompt, written to stdin (then EOF); always set by build_opencode_command.
-  std::optional<std::string> stdin_text;
-};
+using opencode_command = agent_command;  // stdin_text is always set: the prompt goes through stdin
 
 /// The command for one prompt, or a message saying which option is invalid (an empty prompt is one too).
 boost::system::result<opencode_command, std::string> build_opencode_command(const opencode_options& options,
