@@ -15,7 +15,7 @@ template <class Options>
 agent_run_request run_request_for(const Options& o, boost::system::result<agent_command, std::string> command) {
   agent_run_request r{.spawn = spawn_request(boost::system::in_place_error, std::string()), .run = o.run};
   if (!command) {
-    r.spawn = spawn_request(boost::system::in_place_error, std::move(command.error()));
+    r.spawn = spawn_request(boost::system::in_place_error, command.error());
     return r;
   }
   const bool via_stdin = command->stdin_text.has_value();
@@ -34,7 +34,7 @@ agent_run_request run_request_for(const Options& o, boost::system::result<agent_
 /// command->args, or its error.
 inline boost::system::result<std::vector<std::string>, std::string> arguments_of(
     boost::system::result<agent_command, std::string> command) {
-  if (!command) return std::move(command.error());
+  if (!command) return command.error();
   return std::move(command->args);
 }
 
