@@ -73,6 +73,7 @@ class HttpError:
     status: int
     message: str
     type: str = "error"
+    retry_after_ms: int | None = None  # sent as `retry-after-ms` (OpenAI SDK convention) when set
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,9 @@ def _turn(raw: dict) -> Union[Turn, Attempts]:
         return Attempts(attempts)
     if "http_error" in raw:
         e = raw["http_error"]
-        return HttpError(int(e["status"]), str(e["message"]), str(e.get("type", "error")))
+        retry = e.get("retry_after_ms")
+        return HttpError(int(e["status"]), str(e["message"]), str(e.get("type", "error")),
+                         None if retry is None else int(retry))
     usage = raw.get("usage", {})
     return Reply(blocks=[_block(b) for b in raw.get("blocks", [])],
                  chunk_delay_ms=int(raw.get("chunk_delay_ms", 0)),

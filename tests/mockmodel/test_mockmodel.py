@@ -106,6 +106,22 @@ class MockModelTest(unittest.TestCase):
             self.assertEqual(status, code)
             self.assertIn("mock", json.loads(raw)["error"]["message"])
 
+    def test_retry_after_ms_is_sent_only_when_the_scenario_asks(self):
+        def headers_of(model):
+            req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/chat/completions",
+                                         data=json.dumps({"model": model, "stream": True,
+                                                          "messages": [{"role": "user", "content": "hi"}]}).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+            with self.assertRaises(urllib.error.HTTPError) as caught:
+                urllib.request.urlopen(req, timeout=10)
+            caught.exception.read()
+            return caught.exception.code, caught.exception.headers
+        for name, code in (("http500-retry-now", 500), ("http429-retry-now", 429)):
+            status, headers = headers_of(name)
+            self.assertEqual(status, code)
+            self.assertEqual(headers.get("retry-after-ms"), "0")
+        self.assertIsNone(headers_of("http500")[1].get("retry-after-ms"))
+
     def test_attempts_answer_each_retry_differently(self):
         self.assertEqual(self.chat("flaky")[0], 503)
         status, raw = self.chat("flaky")

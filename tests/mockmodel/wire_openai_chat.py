@@ -36,7 +36,10 @@ class OpenAIChatWire:
 
     def error(self, err: HttpError) -> tuple[int, dict[str, str], bytes]:
         body = {"error": {"message": err.message, "type": err.type, "param": None, "code": None}}
-        return err.status, {"Content-Type": "application/json"}, json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if err.retry_after_ms is not None:  # clients that honour it retry at once (OpenCode retries 5× otherwise)
+            headers["retry-after-ms"] = str(err.retry_after_ms)
+        return err.status, headers, json.dumps(body).encode()
 
     content_type = "text/event-stream"
 

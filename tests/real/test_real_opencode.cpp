@@ -25,6 +25,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdint>
 
 using namespace agenthost;
@@ -51,7 +53,8 @@ std::string unavailable_reason() {
 const char* const prompt = "Do what the scenario says.";
 
 // The scenarios the config lists as models of the `mock` provider (an unlisted model id fails before any request).
-const std::vector<std::string> models = {"answer", "tool", "slow", "http400", "long-tool", "cut-retry"};
+const std::vector<std::string> models = {"answer",    "tool",      "slow",           "http400",
+                                         "long-tool", "cut-retry", "http500-retry-now", "http429-retry-now"};
 
 // One run through the provider: the normalized messages and, from the same run, what opencode printed.
 struct run_result {
@@ -338,6 +341,36 @@ TEST_F(RealOpencode, Http400IsAgentErrorNotRetryable) {
   EXPECT_EQ(r.terminal.content.at("retryable"), false);
   EXPECT_EQ(r.terminal.content.at("exit_code"), 1);
   EXPECT_EQ(mock->requests_of("http400"), (std::vector<std::string>{"http_error@turn0"}));
+}
+
+// HTTP 500 / 429 are retryable: opencode retries them itself (5 times; the mock's `retry-after-ms: 0` makes that
+// immediate instead of ~70 s of backoff), then prints one `error` line (APIError, isRetryable true) and exits 1.
+void expect_retryable_http_failure(const run_result& r, std::size_t requests, int status) {
+  ASSERT_FALSE(r.events.empty()) << r.dump();
+  const json& last = r.events.back();
+  ASSERT_EQ(last.value("type", ""), "error") << r.dump();
+  EXPECT_EQ(last.at("error").at("data").at("statusCode"), status);
+  EXPECT_EQ(last.at("error").at("data").at("isRetryable"), true);
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_failed) << r.dump();
+  EXPECT_EQ(r.terminal.content.at("reason"), "agent_error");
+  EXPECT_EQ(r.terminal.content.at("http_status"), status);
+  EXPECT_EQ(r.terminal.content.at("retryable"), true);
+  EXPECT_EQ(r.terminal.content.at("exit_code"), 1);
+  EXPECT_TRUE(std::none_of(r.messages.begin(), r.messages.end(),
+                           [](const message& m) { return m.type == message_type::assistant; }))
+      << r.dump();
+  EXPECT_GT(requests, 1u) << "opencode retries a retryable failure itself";
+}
+
+TEST_F(RealOpencode, Http500IsARetryableAgentError) {
+  auto r = run("http500-retry-now");
+  expect_retryable_http_failure(r, mock->requests_of("http500-retry-now").size(), 500);
+}
+
+TEST_F(RealOpencode, Http429IsARetryableAgentError) {
+  auto r = run("http429-retry-now");
+  expect_retryable_http_failure(r, mock->requests_of("http429-retry-now").size(), 429);
 }
 
 // Cancelled while the model streams (40 s of "tick"): SIGINT ends opencode at once; the text streamed so far was
