@@ -10,8 +10,6 @@ using simdjson::error_code;
 
 namespace {
 
-// Lines above this size leave the parser and buffer oversized; they are released after such a line.
-constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 
 /// The key of a field: a view of the raw bytes when it has no escape sequence (the usual case, no copy), else the
 /// unescaped key.
@@ -396,18 +394,7 @@ bool event_parser::parse_fast(std::string_view line) {
 }
 
 void event_parser::reserve_buffer(std::size_t needed) {
-  if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
-    // A huge line grew the buffer and the parser's index: give that memory back.
-    buffer_.reset();
-    capacity_ = 0;
-    parser_ = od::parser{};
-  }
-  if (capacity_ < needed) {
-    std::size_t cap = capacity_ == 0 ? 4096 : capacity_;
-    while (cap < needed) cap *= 2;
-    buffer_ = std::make_unique<char[]>(cap);
-    capacity_ = cap;
-  }
+  reserve_padded(buffer_, capacity_, parser_, needed);
 }
 
 error_code event_parser::parse(std::string_view line) {

@@ -24,8 +24,6 @@ using namespace detail;
 
 namespace {
 
-// Lines above this size leave the parser and buffer oversized; they are released after such a line.
-constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 
 // The tool names reported for codex's item types. Codex 0.171.0 runs commands through its `exec_command` tool
 // (unified exec) and reports them as `/bin/bash -lc '…'`; older versions call the same tool `shell`. "shell" names
@@ -378,20 +376,6 @@ struct codex_mapper::impl {
   std::vector<std::string> held_thoughts;  // buffered reasoning, released when the turn ends
   std::string last_todo;                   // the last todo list reported, so an unchanged one is not repeated
 
-  void reserve_buffer(std::size_t needed) {
-    if (capacity > kReleaseAbove && needed < kReleaseAbove / 4) {
-      // A huge line grew the buffer and the parser's index: give that memory back.
-      buffer.reset();
-      capacity = 0;
-      parser = od::parser{};
-    }
-    if (capacity < needed) {
-      std::size_t cap = capacity == 0 ? 4096 : capacity;
-      while (cap < needed) cap *= 2;
-      buffer = std::make_unique<char[]>(cap);
-      capacity = cap;
-    }
-  }
 
   // Fast path for the lines that make up nearly all of a run, exactly as codex prints them (serde's field order):
   //   {"type":"item.completed","item":{"id":"…","type":"agent_message"|"reasoning","text":"…"}}
@@ -487,7 +471,7 @@ struct codex_mapper::impl {
     if (parse_fast(line)) return simdjson::SUCCESS;
     ev = x_event{};
     if (!arena.empty()) arena.clear();
-    reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
+    reserve_padded(buffer, capacity, parser, line.size() + simdjson::SIMDJSON_PADDING);
     std::memcpy(buffer.get(), line.data(), line.size());
     std::memset(buffer.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
     od::document doc;

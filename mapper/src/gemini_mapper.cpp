@@ -68,9 +68,6 @@ struct g_event {
   }
 };
 
-// Longest line whose grown buffer is kept for the next line; a larger one is released afterwards (a single huge tool
-// parameter must not pin its memory for the rest of the run).
-constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 
 class g_parser {
  public:
@@ -83,7 +80,7 @@ class g_parser {
   /// Parse `line` into `ev`. Any error: the line is not a valid event (and `ev` is not used).
   error_code parse(std::string_view line, g_event& ev) {
     if (!arena_.empty()) arena_.clear();
-    reserve(line.size() + simdjson::SIMDJSON_PADDING);
+    detail::reserve_padded(buffer_, capacity_, parser_, line.size() + simdjson::SIMDJSON_PADDING);
     // The fast path sets every field a `message` event is read by (kind, type, role, content, delta); the others keep
     // the previous line's values, which nothing reads for a message (saves the reset on the per-token path).
     if (parse_fast_message(line, ev)) return simdjson::SUCCESS;
@@ -282,19 +279,6 @@ class g_parser {
     return simdjson::SUCCESS;
   }
 
-  void reserve(std::size_t needed) {
-    if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
-      buffer_.reset();
-      capacity_ = 0;
-      parser_ = od::parser{};
-    }
-    if (capacity_ < needed) {
-      std::size_t cap = capacity_ == 0 ? 4096 : capacity_;
-      while (cap < needed) cap *= 2;
-      buffer_ = std::make_unique<char[]>(cap);
-      capacity_ = cap;
-    }
-  }
 
   od::parser parser_;
   const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8

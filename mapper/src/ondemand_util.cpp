@@ -7,6 +7,21 @@
 #include <cstring>
 
 namespace agenthost::mapper::detail {
+
+void reserve_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser, std::size_t needed) {
+  if (capacity > kReleaseBufferAbove && needed < kReleaseBufferAbove / 4) {
+    // A huge line grew the buffer and the parser's index: give that memory back.
+    buffer.reset();
+    capacity = 0;
+    parser = od::parser{};
+  }
+  if (capacity < needed) {
+    std::size_t cap = capacity == 0 ? 4096 : capacity;
+    while (cap < needed) cap *= 2;
+    buffer = std::make_unique<char[]>(cap);
+    capacity = cap;
+  }
+}
 namespace {
 
 bool hex4(std::string_view s, std::size_t at, std::uint32_t& out) {

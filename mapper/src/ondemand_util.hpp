@@ -5,12 +5,21 @@
 #include <simdjson.h>
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace agenthost::mapper::detail {
 
 namespace od = simdjson::ondemand;
+
+/// Above this size, the padded line buffer and the parser's index are released again once lines are small.
+inline constexpr std::size_t kReleaseBufferAbove = std::size_t{16} << 20;
+
+/// Grows `buffer` (of `capacity` bytes) to hold `needed` bytes, doubling from 4 KiB. After a huge line (a buffer above
+/// kReleaseBufferAbove) a line under a quarter of that gives the memory back, the parser's index included. Shared by
+/// every mapper's padded line buffer.
+void reserve_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser, std::size_t needed);
 
 /// Deepest JSON nesting converted to nlohmann::json (deeper values make the line invalid; no recursion beyond it).
 inline constexpr int kMaxConvertDepth = 256;

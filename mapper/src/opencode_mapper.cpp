@@ -23,8 +23,6 @@ using namespace detail;
 
 namespace {
 
-// Lines above this size leave the parser and buffer oversized; they are released after such a line.
-constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 // The response body of an HTTP error is kept for diagnosis, bounded.
 constexpr std::size_t kMaxBodyBytes = 4096;
 
@@ -199,20 +197,6 @@ struct opencode_mapper::impl {
   std::unordered_set<std::string, string_hash, std::equal_to<>> seen_parts;
   std::vector<std::string> held_thoughts;  // buffered reasoning, released when the run's final step ends
 
-  void reserve_buffer(std::size_t needed) {
-    if (capacity > kReleaseAbove && needed < kReleaseAbove / 4) {
-      // A huge line grew the buffer and the parser's index: give that memory back.
-      buffer.reset();
-      capacity = 0;
-      parser = od::parser{};
-    }
-    if (capacity < needed) {
-      std::size_t cap = capacity == 0 ? 4096 : capacity;
-      while (cap < needed) cap *= 2;
-      buffer = std::make_unique<char[]>(cap);
-      capacity = cap;
-    }
-  }
 
   error_code parse_tokens(od::object& obj) {
     ev.has_tokens = true;
@@ -284,7 +268,7 @@ struct opencode_mapper::impl {
   error_code parse(std::string_view line) {
     ev = oc_event{};
     if (!arena.empty()) arena.clear();
-    reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
+    reserve_padded(buffer, capacity, parser, line.size() + simdjson::SIMDJSON_PADDING);
     std::memcpy(buffer.get(), line.data(), line.size());
     std::memset(buffer.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
     od::document doc;

@@ -10,8 +10,6 @@ namespace {
 
 using simdjson::error_code;
 
-// Lines above this size leave the parser and buffer oversized; they are released after such a line.
-constexpr std::size_t kReleaseAbove = std::size_t{16} << 20;
 
 /// A field of the wrong JSON type is treated as absent; anything else (structure, depth, strings) fails the line.
 bool is_type_mismatch(error_code e) noexcept {
@@ -175,7 +173,7 @@ void x_event::reset() {
   if (has_partial_text) {
     has_partial_text = false;
     partial_text.clear();
-    if (partial_text.capacity() > kReleaseAbove) std::string().swap(partial_text);
+    if (partial_text.capacity() > kReleaseBufferAbove) std::string().swap(partial_text);
   }
   is_error = false;
   will_retry = aborted = success = -1;
@@ -210,18 +208,7 @@ bool pi_event_parser::valid_utf8(const char* p, std::size_t n) const noexcept {
 }
 
 void pi_event_parser::reserve_buffer(std::size_t needed) {
-  if (capacity_ > kReleaseAbove && needed < kReleaseAbove / 4) {
-    // A huge line grew the buffer and the parser's index: give that memory back.
-    buffer_.reset();
-    capacity_ = 0;
-    parser_ = od::parser{};
-  }
-  if (capacity_ < needed) {
-    std::size_t cap = capacity_ == 0 ? 4096 : capacity_;
-    while (cap < needed) cap *= 2;
-    buffer_ = std::make_unique<char[]>(cap);
-    capacity_ = cap;
-  }
+  reserve_padded(buffer_, capacity_, parser_, needed);
 }
 
 error_code pi_event_parser::parse(std::string_view line) {
