@@ -4,6 +4,7 @@
 // Every case expects: no crash, a clear terminal.* (checked per case), the contract checker satisfied, no process
 // left behind, the offending lines in the terminal's invalid_output_lines, and a bounded peak RSS of the test
 // process (VmHWM reset before the case; the bound is asserted, the figure printed as "[figure] …").
+#include "../providers/provider_test_util.hpp"
 #include "hardening_util.hpp"
 
 #include <random>
@@ -234,15 +235,7 @@ TEST_F(BadInput, CrlfLineEndingsMapLikeLf) {
   expect_completed_tool_turn(r);
   EXPECT_EQ(r.invalid_count(), 0u) << "the fake agent's crlf lines are valid events of an unknown type";
   // The provider merges the text deltas that arrive in one read, so compare with adjacent deltas merged.
-  const auto merged = [](const std::vector<message>& in) {
-    std::vector<message> out;
-    for (const auto& m : in)
-      if (!(m.type == message_type::assistant &&
-            mapper::append_to_last_text(out, m.content.at("text").get_ref<const std::string&>())))
-        out.push_back(m);
-    return out;
-  };
-  EXPECT_EQ(merged(r.messages), merged(lf.messages));
+  EXPECT_EQ(merged_text(r.messages), merged_text(lf.messages));
 }
 
 TEST_F(BadInput, BomMidStreamIsAnInvalidLineBomAtStartIsStripped) {
