@@ -108,6 +108,10 @@ echo
 echo "== timings"
 printf '%s\n' "${timings[@]}"
 printf '%-44s %6ss\n' "total" "$(($(date +%s) - t0))"
+if [[ -s build-fuzz/fuzz-failures.txt ]]; then
+  echo "== fuzz failures (build-fuzz/fuzz-failures.txt)"
+  cat build-fuzz/fuzz-failures.txt
+fi
 if [[ ${#failures[@]} -gt 0 ]]; then
   echo "== FAILED: ${failures[*]}"
   exit 1

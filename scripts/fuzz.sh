@@ -7,7 +7,8 @@
 # tests/fuzz/README.md). Exit status: 0 when no target crashed, 1 otherwise, 2 on a usage or build error.
 # Env: AGENTHOST_FUZZ_JOBS (libFuzzer worker processes per target, default 1), AGENTHOST_FUZZ_STRICT=1 (check the
 # known bugs too), AGENTHOST_FUZZ_CMAKE_ARGS (extra configure arguments, e.g. -DAGENTHOST_FUZZ_WERROR=ON),
-# AGENTHOST_FUZZ_BUILD_DIR (the build directory, default build-fuzz).
+# AGENTHOST_FUZZ_BUILD_DIR (the build directory, default build-fuzz). A failing target's digest (error lines, stack
+# top, small inputs in base64) is also written to <build dir>/fuzz-failures.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,8 @@ declare -A dict=([fuzz_line_framer]="" [fuzz_pi_mapper]=pi.dict [fuzz_pi_events]
   [fuzz_reaper_protocol]=reaper.dict)
 crashed=0
 summary=()
+failures="$dir/fuzz-failures.txt"
+rm -f "$failures"
 for t in "${targets[@]}"; do
   mkdir -p "$dir/corpus/$t" "$dir/crashes/$t" "$dir/logs"
   args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/crashes/$t/")
@@ -44,6 +47,7 @@ for t in "${targets[@]}"; do
   fi
   log="$dir/logs/$t.log"
   before=$(find "$dir/crashes/$t" -type f | wc -l)
+  touch "$log.start"
   echo "== $t: ${seconds}s"
   set +e
   "$dir/$t" "${args[@]}" "$dir/corpus/$t" "$dir/seeds/$t" > "$log" 2>&1
@@ -64,8 +68,16 @@ for t in "${targets[@]}"; do
   summary+=("$line")
   if [[ $rc -ne 0 || $new -gt 0 ]]; then
     crashed=1
-    echo "fuzz: $t failed (exit $rc); log $log; artifacts in $dir/crashes/$t/" >&2
-    grep -E 'ERROR:|fuzz property violated|runtime error|SUMMARY' "$log" | head -5 >&2 || true
+    # The digest goes to stderr and to $failures, which .ci/hardening.sh prints at its end: CI keeps only the tail of
+    # its output, and the failure must be reproducible from it (the input itself when it is small).
+    {
+      echo "fuzz: $t failed (exit $rc); log $log; artifacts in $dir/crashes/$t/"
+      grep -E 'ERROR:|fuzz property violated|runtime error|SUMMARY|^ +#[0-9] ' "$log" | head -14 || true
+      find "$dir/crashes/$t" -type f -newer "$log.start" | head -3 | while read -r a; do
+        echo "artifact $(basename "$a"): $(stat -c %s "$a") bytes"
+        if [[ $(stat -c %s "$a") -le 3000 ]]; then echo "  base64: $(base64 -w0 "$a")"; fi
+      done
+    } | tee -a "$failures" >&2
   fi
 done
 echo "== summary"

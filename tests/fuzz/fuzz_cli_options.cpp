@@ -2,13 +2,14 @@
 //
 // Input: the arguments after argv[0], separated by NUL bytes (at most 64). Properties: parse_command_line,
 // parse_duration and parse_signal never crash and never execute undefined behaviour (UBSan aborts); a successful
-// parse is coherent (a run has a prompt and the agent pi; exit codes 0–255; a non-negative replay delay; durations
-// non-negative; --exit-code and --exit-signal exclusive) and its pi options go through build_pi_command without a
-// crash; when that succeeds, the prompt is the last argument and cannot be read as a flag or an @file (after "--", or
+// parse is coherent (a known agent, the pi-only flags only with pi; a run has a prompt; exit codes 0–255; a
+// non-negative replay delay; durations non-negative; --exit-code and --exit-signal exclusive) and, for pi, its options
+// go through build_pi_command without a crash; when that succeeds, the prompt is the last argument and cannot be read as a flag or an @file (after "--", or
 // with the protective leading space older pi versions get) — or it goes through stdin, and stdin + the last argument
 // (its trailing whitespace) end the prompt.
 #include "fuzz_util.hpp"
 
+#include "agents.hpp"
 #include "options.hpp"
 
 #include <cstdlib>
@@ -44,14 +45,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using agenthost::cli::command;
   // Commands without an agent run (help, and doctor where it exists) have nothing more to check.
   if (p.cmd != command::run && p.cmd != command::map && p.cmd != command::replay) return 0;
-  AGENTHOST_FUZZ_CHECK(p.agent == "pi", "accepted agent " + p.agent);
+  // Every agent of cli/agents.cpp is accepted; the pi-only flags only with pi.
+  AGENTHOST_FUZZ_CHECK(agenthost::cli::find_agent(p.agent) != nullptr, "accepted unknown agent " + p.agent);
+  AGENTHOST_FUZZ_CHECK(p.agent == "pi" || p.pi_only_flags.empty(), "pi-only flags accepted for " + p.agent);
   AGENTHOST_FUZZ_CHECK(!(p.exit_code && p.exit_signal), "--exit-code and --exit-signal together");
   if (p.exit_code) AGENTHOST_FUZZ_CHECK(*p.exit_code >= 0 && *p.exit_code <= 255, "exit code out of range");
   AGENTHOST_FUZZ_CHECK(p.replay_delay_ms >= 0, "negative replay delay");  // was KB-CLI-2
-  for (const auto& d : {p.pi.run.deadline, p.pi.run.idle_timeout, p.pi.run.first_event_timeout})
+  for (const auto& d : {p.pi.run.deadline, p.pi.run.idle_timeout, p.pi.run.first_event_timeout, p.common.deadline,
+                        p.common.idle_timeout, p.common.first_event_timeout})
     if (d) AGENTHOST_FUZZ_CHECK(d->count() >= 0, "negative watchdog duration");
-  if (p.cmd == command::run) {
-    AGENTHOST_FUZZ_CHECK(!p.prompt.empty(), "a run without a prompt");  // was KB-CLI-3
+  if (p.cmd == command::run) AGENTHOST_FUZZ_CHECK(!p.prompt.empty(), "a run without a prompt");  // was KB-CLI-3
+  // The pi command line is checked for pi runs; the other agents' command builders have their own tests.
+  if (p.cmd == command::run && p.agent == "pi") {
     auto cmd = agenthost::providers::build_pi_command(p.pi, p.prompt);
     if (cmd) {
       const auto& a = cmd->args;
