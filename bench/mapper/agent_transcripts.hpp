@@ -10,6 +10,9 @@
 //   codex   Codex 0.171.0 `exec --json`: many short events — reasoning and agent_message items, command_execution
 //           item.started / item.completed pairs — in one turn (~140 bytes per line).
 //   gemini  Gemini CLI 0.61.0 `--output-format stream-json`, one long answer: `message` deltas with timestamps.
+//   opencode OpenCode 1.18.33 `run --format json --thinking`: many agent steps, each step_start, a whole reasoning
+//           part, a whole text part, a bash `tool_use` (printed once the tool ran: input, output, metadata) and
+//           step_finish with its tokens (~300-700 bytes per line; OpenCode prints parts whole, never deltas).
 #pragma once
 
 #include "pi_transcripts.hpp"
@@ -172,6 +175,62 @@ inline transcript make_gemini_answer(std::size_t chars) {
   add(t, {{"type", "result"}, {"timestamp", "2026-11-30T00:59:31.152Z"}, {"status", "success"},
           {"stats", {{"total_tokens", 1200 + chunks.size()}, {"input_tokens", 1200}, {"output_tokens", chunks.size()},
                      {"cached", 0}, {"input", 1200}, {"duration_ms", 89200}, {"tool_calls", 0}}}});
+  return t;
+}
+
+/// OpenCode `run --format json --thinking`: about `events` events in `events / 5` steps, the last one answering.
+inline transcript make_opencode_steps(std::size_t events) {
+  using namespace detail_transcripts;
+  transcript t;
+  static const std::string session = "ses_dd557ebfbffeCWlElkDUaI20E0";
+  static const char* reasoning[] = {"The user wants the tests run. I will call the bash tool.",
+                                    "The parser drops the last line; check the loop.", "It printed the marker."};
+  static const char* texts[] = {"Running the command now.", "Fixing the parser: 你好, café 🌍.",
+                                "All tests pass.\n- [x] done"};
+  static const char* commands[] = {"ls src", "grep -n parse src/*.cpp", "make test"};
+  static const char* outputs[] = {"main.cpp\nparser.cpp\n", "src/parser.cpp:42:  parse(line);\n", "ok 12/12\n"};
+  std::int64_t ts = 1796011996300;
+  std::size_t n = 0;
+  auto part_id = [&] {
+    char b[40];
+    std::snprintf(b, sizeof b, "prt_22aa%08zx%014zx", n, n * 2654435761u);
+    ++n;
+    return std::string(b);
+  };
+  const std::size_t steps = events < 10 ? 1 : events / 5;
+  for (std::size_t step = 0; step < steps; ++step) {
+    const std::size_t k = step % 3;
+    const bool last = step + 1 == steps;
+    char mid[40];
+    std::snprintf(mid, sizeof mid, "msg_22aa%08zxHqUbkzTrHOdf8H", step);
+    auto part = [&](json p) {
+      json head = {{"id", part_id()}, {"messageID", mid}, {"sessionID", session}};
+      head.update(p);
+      return head;
+    };
+    auto event = [&](const char* type, json p) {
+      ts += 37;
+      add(t, {{"type", type}, {"timestamp", ts}, {"sessionID", session}, {"part", std::move(p)}});
+    };
+    event("step_start", part({{"type", "step-start"}}));
+    event("reasoning", part({{"type", "reasoning"}, {"text", reasoning[k]}, {"time", {{"start", ts - 90}, {"end", ts - 50}}}}));
+    event("text", part({{"type", "text"}, {"text", last ? std::string(texts[2]) : std::string(texts[k])},
+                        {"time", {{"start", ts - 40}, {"end", ts - 10}}}}));
+    if (!last) {
+      char call[32];
+      std::snprintf(call, sizeof call, "call_%zu", step);
+      add(t, {{"type", "tool_use"}, {"timestamp", ts += 37}, {"sessionID", session},
+              {"part", {{"type", "tool"}, {"tool", "bash"}, {"callID", call},
+                        {"state", {{"status", "completed"}, {"input", {{"command", commands[k]}}}, {"output", outputs[k]},
+                                   {"metadata", {{"output", outputs[k]}, {"exit", 0}, {"truncated", false}}},
+                                   {"title", commands[k]}, {"time", {{"start", ts - 300}, {"end", ts - 100}}}}},
+                        {"id", part_id()}, {"sessionID", session}, {"messageID", mid}}}});
+    }
+    event("step_finish", part({{"reason", last ? "stop" : "tool-calls"}, {"type", "step-finish"},
+                               {"tokens", {{"total", 112}, {"input", 100}, {"output", 12}, {"reasoning", 0},
+                                           {"cache", {{"write", 0}, {"read", 0}}}}},
+                               {"cost", 0}}));
+  }
   return t;
 }
 

@@ -4,7 +4,8 @@
 // cumulative snapshots, ~100 MB), `delta` (pi ≥ 0.84, the same kind of answer ×10, delta-only), `tools` (pi ≥ 0.84
 // agentic session: thinking, text, streamed tool calls, cumulative tool output); agent_transcripts.hpp: `claude`
 // (Claude Code stream-json with partial messages, the `delta` answer), `codex` (1 M short `codex exec --json`
-// events), `gemini` (Gemini CLI stream-json, the `delta` answer).
+// events), `gemini` (Gemini CLI stream-json, the `delta` answer), `opencode` (OpenCode `run --format json`: 200 k
+// events, whole parts in 40 k steps with a bash tool each).
 // Benchmarks per transcript, run as repetitions in random interleaved order so that they share the machine's noise:
 //   Mapper             the agent's mapper, on_line for every line, its messages consumed after each line (the worst
 //                      case: every read of the agent's output holds one line)
@@ -16,15 +17,18 @@
 // Reported: MB/s (bytes without newlines / CPU time) and lines/s; then a summary table with the medians, Node's
 // readline + JSON.parse (node_baseline.mjs, run when `node` is on PATH) and the ratios the goals are stated in.
 //
-// Flags (before Google Benchmark's own): --kinds=snapshot,delta,tools,claude,codex,gemini  --no-node  --strict (exit 1 on a missed goal)
+// Flags (before Google Benchmark's own): --kinds=snapshot,delta,tools,claude,codex,gemini,opencode  --no-node
+// --strict (exit 1 on a missed goal)
 // Environment: AGENTHOST_BENCH_ANSWER_CHARS (snapshot answer; delta uses 10×), AGENTHOST_BENCH_TOOL_TURNS,
-// AGENTHOST_BENCH_CODEX_EVENTS, AGENTHOST_BENCH_DUMP_DIR (write the transcripts there as <kind>.jsonl).
+// AGENTHOST_BENCH_CODEX_EVENTS, AGENTHOST_BENCH_OPENCODE_EVENTS, AGENTHOST_BENCH_DUMP_DIR (write the transcripts there
+// as <kind>.jsonl).
 #include "agent_transcripts.hpp"
 #include "pi_transcripts.hpp"
 
 #include <agenthost/mapper/claude_mapper.hpp>
 #include <agenthost/mapper/codex_mapper.hpp>
 #include <agenthost/mapper/gemini_mapper.hpp>
+#include <agenthost/mapper/opencode_mapper.hpp>
 #include <agenthost/mapper/pi_mapper.hpp>
 
 #include <benchmark/benchmark.h>
@@ -97,6 +101,10 @@ const std::vector<bench_kind>& all_kinds() {
        [](bool merge) { return std::make_unique<m::codex_mapper>(m::codex_mapper_options{.merge_adjacent_text = merge}); }},
       {"gemini", [] { return b::make_gemini_answer(10 * answer_chars()); },
        [](bool merge) { return std::make_unique<m::gemini_mapper>(m::gemini_mapper_options{.merge_adjacent_text = merge}); }},
+      {"opencode", [] { return b::make_opencode_steps(env_size("AGENTHOST_BENCH_OPENCODE_EVENTS", 200000)); },
+       [](bool merge) {
+         return std::make_unique<m::opencode_mapper>(m::opencode_mapper_options{.merge_adjacent_text = merge});
+       }},
   };
   return kinds;
 }
@@ -322,7 +330,7 @@ int main(int argc, char** argv) {
         const auto& all = all_kinds();
         const auto it = std::find_if(all.begin(), all.end(), [&](const bench_kind& b) { return b.name == k; });
         if (it == all.end()) {
-          std::fprintf(stderr, "unknown transcript kind '%s' (snapshot, delta, tools, claude, codex, gemini)\n",
+          std::fprintf(stderr, "unknown transcript kind '%s' (snapshot, delta, tools, claude, codex, gemini, opencode)\n",
                        k.c_str());
           return 2;
         }
