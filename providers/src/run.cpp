@@ -124,9 +124,13 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   }
 
   void on_lines(error_code ec, process::line_batch lines) {
-    if (ending_) return;
+    if (completed_) return;
     if (ec) {  // EOF (or aborted by the stop)
       stdout_done_ = true;
+      if (ending_) {
+        if (stopped_end_) finish_stopped();
+        return;
+      }
       if (!status_ && !mapper_->agent_finished()) {
         // Nothing more can be reported; a leader that keeps running now is hung. (A finished agent has its linger.)
         eof_timer_.expires_after(options_.exit_after_eof);
@@ -140,7 +144,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       got_line_ = true;
       first_event_timer_.cancel();
     }
-    if (options_.idle_timeout) arm(idle_timer_, options_.idle_timeout, "idle");
+    if (options_.idle_timeout && !ending_) arm(idle_timer_, options_.idle_timeout, "idle");
     try {
       for (const auto& l : lines) {
         if (options_.on_agent_line) options_.on_agent_line(l.text);
@@ -157,7 +161,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       return;
     }
     if (!deliver()) return;
-    if (mapper_->agent_finished() && !linger_armed_) {
+    if (mapper_->agent_finished() && !linger_armed_ && !ending_) {
       linger_armed_ = true;
       linger_timer_.expires_after(options_.linger_after_finish);
       linger_timer_.async_wait([self = shared_from_this()](error_code e) {
@@ -194,8 +198,23 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     child_->async_stop(policy, [self = shared_from_this(), end = std::move(end)](error_code,
                                                                                 process::stop_report r) mutable {
       if (!self->status_ && r.leader_status) self->status_ = r.leader_status;
-      self->finish(std::move(end));
+      self->stopped_end_ = std::move(end);
+      if (self->stdout_done_) return self->finish_stopped();
+      // The reads went on during the stop: what an agent prints when interrupted (Claude Code's `result`, with the
+      // usage and cost of the turn) is mapped too. The tree is gone, so stdout's EOF is imminent; the wait is bounded
+      // in case something outside the tree holds the pipe.
+      self->drain_timer_.expires_after(self->options_.drain_after_exit);
+      self->drain_timer_.async_wait([self](error_code ec) {
+        if (!ec) self->finish_stopped();
+      });
     });
+  }
+
+  void finish_stopped() {
+    if (completed_ || finishing_) return;
+    finishing_ = true;
+    drain_timer_.cancel();
+    finish(std::move(*stopped_end_));
   }
 
   void finish(mapper::run_end end) {
@@ -203,8 +222,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     // kind is decided by the cause first).
     end.status = status_;
     if (child_) end.stderr_tail = child_->stderr_tail();
-    // Lines still buffered in the pipe when we stopped are lost to a cancelled/timed-out run by design; a natural
-    // end has read stdout to EOF.
+    // stdout was read to EOF (or for drain_after_exit after the tree was gone): nothing the agent printed is lost.
     mapper_->finish(end, out_);
     cancelled_ = end.cancelled;
     deliver();
@@ -284,7 +302,9 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   bool got_line_ = false;
   bool stdout_done_ = false;
   bool linger_armed_ = false;
-  bool ending_ = false;
+  bool ending_ = false;                       // the tree is being stopped; its output is still mapped
+  std::optional<mapper::run_end> stopped_end_;  // set once the stop completed: why the run ends
+  bool finishing_ = false;
   bool completed_ = false;
   bool cancelled_ = false;
   std::exception_ptr failure_;

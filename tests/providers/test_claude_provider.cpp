@@ -297,4 +297,40 @@ TEST_F(ClaudeProvider, CancellationDuringAToolClosesTheCallAndKillsTheTree) {
   EXPECT_EQ(closed, 1u);
 }
 
+TEST_F(ClaudeProvider, CancellationStillMapsWhatClaudePrintsWhenInterrupted) {
+  // Recorded: SIGINT to claude during its tool; it then printed the interrupted tool result and a `result` with the
+  // turn's usage and cost. Here the stand-in replays the lines before the interruption and prints the rest on SIGINT.
+  const auto lines = read_lines(recorded + "long-tool-echo-sigint-cli-only.jsonl");
+  ASSERT_EQ(lines.size(), 20u);
+  const std::string head = dir + "/head.jsonl", last_words = dir + "/last-words.jsonl";
+  {
+    std::ofstream h(head), w(last_words);
+    for (std::size_t i = 0; i < lines.size(); ++i) (i < 17 ? h : w) << lines[i] << "\n";
+  }
+  auto r = run(stand_in({"on-signal-print", "INT", last_words, "replay", head, "never-exit"}), "x",
+               [](const message& m) { return m.type == message_type::tool_call; });
+  EXPECT_EQ(r.ec, asio::error::operation_aborted);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_cancelled);
+  // The result printed during the stop is mapped: the turn's usage and cost reach the terminal.
+  ASSERT_TRUE(r.terminal.content.contains("usage")) << r.terminal.content.dump();
+  EXPECT_EQ(r.terminal.content.at("usage").at("input_tokens"), 100);
+  EXPECT_EQ(r.terminal.content.at("usage").at("output_tokens"), 5);
+  ASSERT_TRUE(r.terminal.content.at("usage").contains("cost")) << "total_cost_usd comes with the result only";
+  EXPECT_DOUBLE_EQ(r.terminal.content.at("usage").at("cost").at("total").get<double>(), 0.0005);
+  EXPECT_EQ(r.terminal.content.at("exit_status"), "exited with code 0");
+  // The tool call is closed by claude's own interrupted tool result, not by the end of the run.
+  std::size_t calls = 0, closed = 0, closed_by_finish = 0;
+  for (const auto& m : r.messages) {
+    if (m.type == message_type::tool_call) ++calls;
+    if (m.type == message_type::tool_completed || m.type == message_type::tool_failed) {
+      ++closed;
+      if (m.content.value("closed_by_finish", false)) ++closed_by_finish;
+    }
+  }
+  EXPECT_EQ(calls, 1u);
+  EXPECT_EQ(closed, 1u);
+  EXPECT_EQ(closed_by_finish, 0u);
+  EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
+}
+
 }  // namespace

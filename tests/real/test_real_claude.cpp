@@ -605,7 +605,8 @@ bool interrupted_result(const cli_result& r, const std::string& terminal_reason)
 }
 
 // Cancellation through the completion token while the model streams (40 s): the provider's stop ("\x03" + SIGINT to
-// the group, 2 s, tree kill) ends the run with terminal.cancelled and operation_aborted, well before the stream would.
+// the group, 2 s, tree kill) ends the run with terminal.cancelled and operation_aborted, well before the stream would;
+// what claude prints when interrupted is still mapped.
 TEST_F(RealClaude, CancellationMidStream) {
   const auto s = scripted("slow");
   auto r = run("slow", [](const claude_run& now) { return !now.text().empty(); }, "slow-cancelled");
@@ -618,9 +619,15 @@ TEST_F(RealClaude, CancellationMidStream) {
   EXPECT_FALSE(got.empty());
   EXPECT_LT(got.size(), s.text().size());
   EXPECT_EQ(s.text().substr(0, got.size()), got) << "what was streamed before the stop is a prefix of the script";
-  // The raw lines seen before the stop: the same deltas, each once.
+  // The raw lines: the same deltas, each once.
   expect_run_frame(r.raw, "slow", work);
   EXPECT_EQ(joined(deltas(r.raw, "text_delta", "text")).substr(0, got.size()), got);
+  // The run reads claude's output to its end, also during the stop: what claude prints when interrupted (its
+  // `result`, with the cost of the turn) is mapped into the cancelled terminal.
+  ASSERT_EQ(r.raw.of_type("result").size(), 1u) << r.raw.dump();
+  EXPECT_EQ(result_event(r.raw).value("subtype", ""), "error_during_execution") << r.raw.dump();
+  ASSERT_TRUE(r.terminal.content.contains("usage")) << r.dump();
+  EXPECT_TRUE(r.terminal.content.at("usage").contains("cost")) << r.dump();
   EXPECT_LT(r.elapsed, std::chrono::seconds(20)) << "the stream takes 40 s; the stop must not wait for it";
 }
 
@@ -651,7 +658,7 @@ TEST_F(RealClaude, StandaloneSleep30IsBlockedByClaudesBash) {
 }
 
 // Cancellation through the completion token during a running tool (`echo sleeping; sleep 30`, which Claude's Bash
-// accepts): terminal.cancelled, the open call closed, and the tool's sleep dies with the tree.
+// accepts): terminal.cancelled, the call closed by claude's own report, and the tool's sleep dies with the tree.
 TEST_F(RealClaude, CancellationDuringAToolKillsTheToolProcess) {
   std::optional<int> sleep_pid;
   auto r = run("long-tool-echo", [&](const claude_run& now) {
@@ -667,7 +674,15 @@ TEST_F(RealClaude, CancellationDuringAToolKillsTheToolProcess) {
   const message* closed = expect_one_tool_call(r, "call_mock_sleep_2", json{{"command", "echo sleeping; sleep 30"}},
                                                message_type::tool_failed);
   ASSERT_NE(closed, nullptr);
-  EXPECT_EQ(closed->content.value("closed_by_finish", false), true);
+  // Closed by claude itself: interrupted, it reports the call as rejected and prints its `result`, which the run still
+  // reads and maps during the stop (the cost of the turn reaches the cancelled terminal).
+  EXPECT_EQ(closed->content.value("closed_by_finish", false), false) << closed->content.dump();
+  EXPECT_EQ(closed->content.value("error", "").rfind("The user doesn't want to proceed with this tool use.", 0), 0u)
+      << closed->content.dump();
+  ASSERT_EQ(r.raw.of_type("result").size(), 1u) << r.raw.dump();
+  EXPECT_EQ(result_event(r.raw).value("subtype", ""), "error_during_execution") << r.raw.dump();
+  ASSERT_TRUE(r.terminal.content.contains("usage")) << r.dump();
+  EXPECT_TRUE(r.terminal.content.at("usage").contains("cost")) << r.dump();
   EXPECT_EQ(process_named(run_mark(), "sleep"), std::nullopt) << "the tool's sleep survived";
   EXPECT_FALSE(alive(*sleep_pid)) << "the tool's sleep survived";
   EXPECT_EQ(frame_texts(r.raw, "text", "text"), std::vector<std::string>{"Sleeping."});

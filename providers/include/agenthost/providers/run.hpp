@@ -48,7 +48,7 @@ struct run_options {
   /// counts as what the agent reported). Default: 3 s.
   std::chrono::milliseconds linger_after_finish{3000};
   /// After the leader exited, how long to wait for stdout EOF (a descendant may hold stdout open) before stopping the
-  /// tree. Default: 500 ms.
+  /// tree; also, after a stop (cancellation, timeout, linger), how long stdout is still read for EOF. Default: 500 ms.
   std::chrono::milliseconds drain_after_exit{500};
   /// After stdout closed (EOF) before the agent's final event, how long the leader may keep running before the tree is
   /// stopped (terminal.failed, timeout "exit_after_eof"): an agent without stdout can no longer report anything.
@@ -96,7 +96,9 @@ void async_run_agent_impl(boost::asio::any_io_executor ex, spawn_request spawn,
 ///   was also the last one passed to on_message. ec is asio::error::operation_aborted when the run was cancelled
 ///   (terminal is then terminal.cancelled); otherwise success, whatever the outcome — failures are messages.
 /// Per-operation cancellation: terminal, partial, total — all mean "the caller cancels": the tree is stopped with
-///   options.stop (the stop itself cannot be cancelled and always runs to the end), then terminal.cancelled.
+///   options.stop (the stop itself cannot be cancelled and always runs to the end), then terminal.cancelled. The
+///   agent's output is mapped until its stdout closes, also during the stop: what an interrupted agent prints last
+///   (Claude Code's `result`: usage, cost) still reaches on_message and the terminal.
 /// Lifetimes: everything is copied or moved in; `on_message` is called until the handler runs.
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_run_agent(boost::asio::any_io_executor ex, spawn_request spawn,
