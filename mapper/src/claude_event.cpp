@@ -1,5 +1,6 @@
 #include "claude_event.hpp"
 
+#include "ondemand_fields.hpp"
 #include "raw_scan.hpp"
 
 #include <cstring>
@@ -10,45 +11,6 @@ using simdjson::error_code;
 
 namespace {
 
-
-/// The key of a field: a view of the raw bytes when it has no escape sequence (the usual case, no copy), else the
-/// unescaped key.
-error_code get_key(od::field& field, std::string_view& out) noexcept {
-  const char* raw = field.key().raw();
-  // The document is structurally valid and padded: the closing quote is there.
-  const char* p = raw::find_quote_or_backslash_padded(raw);
-  if (*p == '\\') return field.unescaped_key().get(out);
-  out = std::string_view(raw, static_cast<std::size_t>(p - raw));
-  return simdjson::SUCCESS;
-}
-
-/// True (and the value consumed) when it is JSON null: the field counts as absent.
-bool is_null(od::value& v) noexcept {
-  od::json_type t{};
-  if (v.type().get(t) != simdjson::SUCCESS) return false;  // the read that follows reports the error
-  return t == od::json_type::null;
-}
-
-error_code opt_string(od::value& v, std::string_view& out, string_arena& arena) {
-  if (is_null(v)) return simdjson::SUCCESS;
-  return get_string(v, out, arena);
-}
-
-error_code opt_number(od::value& v, std::optional<double>& out) {
-  if (is_null(v)) return simdjson::SUCCESS;
-  double d = 0;
-  if (auto e = get_number(v, d)) return e;
-  out = d;
-  return simdjson::SUCCESS;
-}
-
-error_code opt_bool(od::value& v, std::optional<bool>& out) {
-  if (is_null(v)) return simdjson::SUCCESS;
-  bool b = false;
-  if (auto e = v.get_bool().get(b)) return e;
-  out = b;
-  return simdjson::SUCCESS;
-}
 
 line_kind classify(std::string_view t) noexcept {
   if (t == "stream_event") return line_kind::stream_event;
@@ -393,10 +355,6 @@ bool event_parser::parse_fast(std::string_view line) {
   return true;
 }
 
-void event_parser::reserve_buffer(std::size_t needed) {
-  reserve_padded(buffer_, capacity_, parser_, needed);
-}
-
 error_code event_parser::parse(std::string_view line) {
   ev_.reset();
   if (!arena_.empty()) arena_.clear();
@@ -404,21 +362,14 @@ error_code event_parser::parse(std::string_view line) {
   if (took_fast_) return simdjson::SUCCESS;
   ev_.reset();  // the fast path gave up: whatever it set is discarded
   if (!arena_.empty()) arena_.clear();
-  reserve_buffer(line.size() + simdjson::SIMDJSON_PADDING);
-  std::memcpy(buffer_.get(), line.data(), line.size());
-  std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
-
   ev_.cold_dirty = true;
   od::document doc;
-  if (auto e = parser_.iterate(buffer_.get(), line.size(), capacity_).get(doc)) return e;
+  if (auto e = padded_.iterate(line, doc)) return e;
   od::object root;
   if (auto e = doc.get_object().get(root)) return e;
   if (auto e = parse_root(root)) return e;
   if (!ev_.has_type) return simdjson::NO_SUCH_FIELD;
-  // Nothing but whitespace may follow the object.
-  const char* location = nullptr;
-  if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
-  return simdjson::SUCCESS;
+  return check_end(doc);
 }
 
 error_code event_parser::parse_root(od::object root) {
@@ -440,14 +391,14 @@ error_code event_parser::parse_root(od::object root) {
       if (auto e = parse_api_event(v)) return e;
     } else if (key == "parent_tool_use_id") {
       std::string_view parent;
-      if (auto e = opt_string(v, parent, arena_)) return e;
+      if (auto e = read_string(v, parent, arena_)) return e;
       ev.from_subagent = !parent.empty();
     } else if (key == "session_id") {
-      if (auto e = opt_string(v, ev.session_id, arena_)) return e;
+      if (auto e = read_string(v, ev.session_id, arena_)) return e;
     } else if (key == "uuid") {
-      if (auto e = opt_string(v, ev.uuid, arena_)) return e;
+      if (auto e = read_string(v, ev.uuid, arena_)) return e;
     } else if (key == "subtype") {
-      if (auto e = opt_string(v, ev.subtype, arena_)) return e;
+      if (auto e = read_string(v, ev.subtype, arena_)) return e;
     } else if (key == "message") {
       if (auto e = parse_message(v)) return e;
     } else if (key == "tool_use_result") {
@@ -455,22 +406,22 @@ error_code event_parser::parse_root(od::object root) {
       ev.has_tool_use_result = !ev.tool_use_result.is_null();
     } else if (key == "is_api_error_message") {
       std::optional<bool> b;
-      if (auto e = opt_bool(v, b)) return e;
+      if (auto e = read_bool(v, b)) return e;
       ev.is_api_error_message = b.value_or(false);
     } else if (key == "abandoned_blocks") {
       if (auto e = parse_abandoned(v)) return e;
     } else if (key == "model") {
-      if (auto e = opt_string(v, ev.model, arena_)) return e;
+      if (auto e = read_string(v, ev.model, arena_)) return e;
     } else if (key == "cwd") {
-      if (auto e = opt_string(v, ev.cwd, arena_)) return e;
+      if (auto e = read_string(v, ev.cwd, arena_)) return e;
     } else if (key == "attempt") {
-      if (auto e = opt_number(v, ev.attempt)) return e;
+      if (auto e = read_double(v, ev.attempt)) return e;
     } else if (key == "max_retries") {
-      if (auto e = opt_number(v, ev.max_retries)) return e;
+      if (auto e = read_double(v, ev.max_retries)) return e;
     } else if (key == "retry_delay_ms") {
-      if (auto e = opt_number(v, ev.retry_delay_ms)) return e;
+      if (auto e = read_double(v, ev.retry_delay_ms)) return e;
     } else if (key == "error_status") {
-      if (auto e = opt_number(v, ev.error_status)) return e;
+      if (auto e = read_double(v, ev.error_status)) return e;
     } else if (key == "error") {
       // api_retry's error category; synthetic assistant frames carry one too. Only a string is used.
       od::json_type t{};
@@ -479,21 +430,21 @@ error_code event_parser::parse_root(od::object root) {
         if (auto e = get_string(v, ev.error, arena_)) return e;
       }
     } else if (key == "is_error") {
-      if (auto e = opt_bool(v, ev.is_error)) return e;
+      if (auto e = read_bool(v, ev.is_error)) return e;
     } else if (key == "result") {
       if (is_null(v)) continue;
       if (auto e = get_string(v, ev.result_text, arena_)) return e;
       ev.has_result_text = true;
     } else if (key == "api_error_status") {
-      if (auto e = opt_number(v, ev.api_error_status)) return e;
+      if (auto e = read_double(v, ev.api_error_status)) return e;
     } else if (key == "stop_reason") {
-      if (auto e = opt_string(v, ev.stop_reason, arena_)) return e;
+      if (auto e = read_string(v, ev.stop_reason, arena_)) return e;
     } else if (key == "terminal_reason") {
-      if (auto e = opt_string(v, ev.terminal_reason, arena_)) return e;
+      if (auto e = read_string(v, ev.terminal_reason, arena_)) return e;
     } else if (key == "num_turns") {
-      if (auto e = opt_number(v, ev.num_turns)) return e;
+      if (auto e = read_double(v, ev.num_turns)) return e;
     } else if (key == "total_cost_usd") {
-      if (auto e = opt_number(v, ev.total_cost_usd)) return e;
+      if (auto e = read_double(v, ev.total_cost_usd)) return e;
     } else if (key == "usage") {
       if (auto e = parse_usage(v, ev.usage)) return e;
     } else if (key == "errors") {
@@ -517,7 +468,7 @@ error_code event_parser::parse_api_event(od::value v) {
       if (auto e = get_string(fv, t, arena_)) return e;
       ev_.api = classify_api(t);
     } else if (key == "index") {
-      if (auto e = opt_number(fv, ev_.index)) return e;
+      if (auto e = read_double(fv, ev_.index)) return e;
     } else if (key == "delta") {
       if (auto e = parse_delta(fv)) return e;
     } else if (key == "content_block") {
@@ -535,9 +486,9 @@ error_code event_parser::parse_api_event(od::value v) {
         if (auto e = get_key(mf, mk)) return e;
         od::value& mv = mf.value();
         if (mk == "id") {
-          if (auto e = opt_string(mv, ev_.api_message_id, arena_)) return e;
+          if (auto e = read_string(mv, ev_.api_message_id, arena_)) return e;
         } else if (mk == "model") {
-          if (auto e = opt_string(mv, ev_.api_model, arena_)) return e;
+          if (auto e = read_string(mv, ev_.api_model, arena_)) return e;
         } else if (mk == "usage") {
           if (auto e = parse_usage(mv, ev_.usage)) return e;
         }
@@ -562,9 +513,9 @@ error_code event_parser::parse_delta(od::value v) {
       if (auto e = get_string(fv, t, arena_)) return e;
       ev_.delta = classify_delta(t);
     } else if (key == "text" || key == "thinking" || key == "partial_json") {
-      if (auto e = opt_string(fv, ev_.delta_text, arena_)) return e;
+      if (auto e = read_string(fv, ev_.delta_text, arena_)) return e;
     } else if (key == "stop_reason") {  // message_delta
-      if (auto e = opt_string(fv, ev_.stop_reason, arena_)) return e;
+      if (auto e = read_string(fv, ev_.stop_reason, arena_)) return e;
     }
   }
   return simdjson::SUCCESS;
@@ -585,18 +536,18 @@ error_code event_parser::parse_block(od::value v, x_block& b) {
       if (auto e = get_string(fv, t, arena_)) return e;
       b.kind = classify_block(t);
     } else if (key == "text" || key == "thinking") {
-      if (auto e = opt_string(fv, b.text, arena_)) return e;
+      if (auto e = read_string(fv, b.text, arena_)) return e;
     } else if (key == "id" || key == "tool_use_id") {
-      if (auto e = opt_string(fv, b.id, arena_)) return e;
+      if (auto e = read_string(fv, b.id, arena_)) return e;
     } else if (key == "name") {
-      if (auto e = opt_string(fv, b.name, arena_)) return e;
+      if (auto e = read_string(fv, b.name, arena_)) return e;
     } else if (key == "input" || key == "content") {
       // tool_use input / tool_result content: emitted content, built as JSON.
       if (auto e = to_json(fv, b.input, arena_)) return e;
       b.has_input = true;
     } else if (key == "is_error") {
       std::optional<bool> err;
-      if (auto e = opt_bool(fv, err)) return e;
+      if (auto e = read_bool(fv, err)) return e;
       b.is_error = err.value_or(false);
     }
   }
@@ -615,9 +566,9 @@ error_code event_parser::parse_message(od::value v) {
     if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
     if (key == "id") {
-      if (auto e = opt_string(fv, ev_.message_id, arena_)) return e;
+      if (auto e = read_string(fv, ev_.message_id, arena_)) return e;
     } else if (key == "model") {
-      if (auto e = opt_string(fv, ev_.message_model, arena_)) return e;
+      if (auto e = read_string(fv, ev_.message_model, arena_)) return e;
     } else if (key == "content") {
       od::json_type t{};
       if (auto e = fv.type().get(t)) return e;
@@ -649,13 +600,13 @@ error_code event_parser::parse_usage(od::value v, x_usage& u) {
     if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
     if (key == "input_tokens") {
-      if (auto e = opt_number(fv, u.input)) return e;
+      if (auto e = read_double(fv, u.input)) return e;
     } else if (key == "output_tokens") {
-      if (auto e = opt_number(fv, u.output)) return e;
+      if (auto e = read_double(fv, u.output)) return e;
     } else if (key == "cache_read_input_tokens") {
-      if (auto e = opt_number(fv, u.cache_read)) return e;
+      if (auto e = read_double(fv, u.cache_read)) return e;
     } else if (key == "cache_creation_input_tokens") {
-      if (auto e = opt_number(fv, u.cache_write)) return e;
+      if (auto e = read_double(fv, u.cache_write)) return e;
     }
   }
   return simdjson::SUCCESS;
@@ -673,9 +624,9 @@ error_code event_parser::parse_abandoned(od::value v) {
     if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
     if (key == "from_block_index") {
-      if (auto e = opt_number(fv, ev_.abandoned_from)) return e;
+      if (auto e = read_double(fv, ev_.abandoned_from)) return e;
     } else if (key == "api_message_id") {
-      if (auto e = opt_string(fv, ev_.abandoned_message_id, arena_)) return e;
+      if (auto e = read_string(fv, ev_.abandoned_message_id, arena_)) return e;
     }
   }
   return simdjson::SUCCESS;

@@ -139,7 +139,6 @@ class event_parser {
   [[nodiscard]] bool took_fast_path() const noexcept { return took_fast_; }
 
  private:
-  void reserve_buffer(std::size_t needed);
   bool parse_fast(std::string_view line);
   const char* fast_members(const char* p, const char* end);
   const char* fast_string(const char* p, const char* end, std::string_view& out);
@@ -159,9 +158,7 @@ class event_parser {
   bool fast_path_ = true;
   bool took_fast_ = false;
   const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
-  od::parser parser_;
-  std::unique_ptr<char[]> buffer_;
-  std::size_t capacity_ = 0;
+  padded_line padded_;
   string_arena arena_;
   x_event ev_;
 };

@@ -3,6 +3,7 @@
 #include <agenthost/mapper/codex_mapper.hpp>
 
 #include "mapper_core.hpp"
+#include "ondemand_fields.hpp"
 #include "ondemand_util.hpp"
 #include "raw_scan.hpp"
 #include "text_util.hpp"
@@ -66,123 +67,48 @@ event_kind kind_of(std::string_view t) noexcept {
   return event_kind::unknown;
 }
 
-// A field the mapper reads must have its JSON type; null counts as absent. Anything else makes the line invalid
-// (reported, never fatal): a `text` that is a number would otherwise lose content silently.
-error_code read_string(od::value& v, std::string_view& out, string_arena& arena, bool* has = nullptr) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  if (t != od::json_type::string) return simdjson::INCORRECT_TYPE;
-  if (auto e = get_string(v, out, arena)) return e;
-  if (has != nullptr) *has = true;
-  return simdjson::SUCCESS;
-}
-
-error_code read_int(od::value& v, std::optional<long long>& out) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  std::int64_t n = 0;
-  if (auto e = v.get_int64().get(n)) return e;
-  out = n;
-  return simdjson::SUCCESS;
-}
-
-error_code read_count(od::value& v, long long& out) {
-  std::optional<long long> n;
-  if (auto e = read_int(v, n)) return e;
-  out = n.value_or(0);
-  return simdjson::SUCCESS;
-}
-
 error_code read_json(od::value& v, json& out, string_arena& arena) { return to_json(v, out, arena); }
 
-bool is_type_mismatch(error_code e) noexcept {
-  return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE;
-}
-
-/// A type mismatch is noted and the walk goes on (the value is skipped); anything else (structure, strings) fails.
-error_code note(error_code e, bool& wrong_type) noexcept {
-  if (is_type_mismatch(e)) {
-    wrong_type = true;
-    return simdjson::SUCCESS;
-  }
-  return e;
-}
-
 error_code parse_item(od::object obj, x_item& it, string_arena& arena, bool& wrong_type) {
-  for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return e;
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
-    od::value v = field.value();
-    error_code e = simdjson::SUCCESS;
-    if (key == "id") e = read_string(v, it.id, arena, &it.has_id);
-    else if (key == "type") e = read_string(v, it.type, arena, &it.has_type);
-    else if (key == "text") e = read_string(v, it.text, arena, &it.has_text);
-    else if (key == "message") e = read_string(v, it.message, arena);
-    else if (key == "command") e = read_string(v, it.command, arena);
-    else if (key == "aggregated_output") e = read_string(v, it.aggregated_output, arena);
-    else if (key == "status") e = read_string(v, it.status, arena);
-    else if (key == "server") e = read_string(v, it.server, arena);
-    else if (key == "tool") e = read_string(v, it.tool, arena);
-    else if (key == "query") e = read_string(v, it.query, arena);
-    else if (key == "exit_code") e = read_int(v, it.exit_code);
-    else if (key == "changes") e = read_json(v, it.changes, arena);
-    else if (key == "arguments") e = read_json(v, it.arguments, arena);
-    else if (key == "result") e = read_json(v, it.result, arena);
-    else if (key == "error") e = read_json(v, it.error, arena);
-    else if (key == "action") e = read_json(v, it.action, arena);
-    else if (key == "items") e = read_json(v, it.items, arena);
-    if (auto f = note(e, wrong_type)) return f;
-  }
-  return simdjson::SUCCESS;
+  return for_fields(obj, wrong_type, [&](std::string_view key, od::value& v) -> error_code {
+    if (key == "id") return read_string(v, it.id, arena, &it.has_id);
+    if (key == "type") return read_string(v, it.type, arena, &it.has_type);
+    if (key == "text") return read_string(v, it.text, arena, &it.has_text);
+    if (key == "message") return read_string(v, it.message, arena);
+    if (key == "command") return read_string(v, it.command, arena);
+    if (key == "aggregated_output") return read_string(v, it.aggregated_output, arena);
+    if (key == "status") return read_string(v, it.status, arena);
+    if (key == "server") return read_string(v, it.server, arena);
+    if (key == "tool") return read_string(v, it.tool, arena);
+    if (key == "query") return read_string(v, it.query, arena);
+    if (key == "exit_code") return read_int(v, it.exit_code);
+    if (key == "changes") return read_json(v, it.changes, arena);
+    if (key == "arguments") return read_json(v, it.arguments, arena);
+    if (key == "result") return read_json(v, it.result, arena);
+    if (key == "error") return read_json(v, it.error, arena);
+    if (key == "action") return read_json(v, it.action, arena);
+    if (key == "items") return read_json(v, it.items, arena);
+    return simdjson::SUCCESS;
+  });
 }
 
 error_code parse_usage(od::object obj, x_event& ev) {
-  for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return e;
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
-    od::value v = field.value();
-    error_code e = simdjson::SUCCESS;
-    if (key == "input_tokens") e = read_count(v, ev.input);
-    else if (key == "cached_input_tokens") e = read_count(v, ev.cached);
-    else if (key == "cache_write_input_tokens") e = read_count(v, ev.cache_write);
-    else if (key == "output_tokens") e = read_count(v, ev.output);
-    else if (key == "reasoning_output_tokens") e = read_count(v, ev.reasoning);
-    if (auto f = note(e, ev.wrong_type)) return f;
-  }
   ev.has_usage = true;
-  return simdjson::SUCCESS;
+  return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
+    if (key == "input_tokens") return read_count(v, ev.input);
+    if (key == "cached_input_tokens") return read_count(v, ev.cached);
+    if (key == "cache_write_input_tokens") return read_count(v, ev.cache_write);
+    if (key == "output_tokens") return read_count(v, ev.output);
+    if (key == "reasoning_output_tokens") return read_count(v, ev.reasoning);
+    return simdjson::SUCCESS;
+  });
 }
 
 error_code parse_error_object(od::object obj, x_event& ev, string_arena& arena) {
-  for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return e;
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
-    if (key == "message") {
-      od::value v = field.value();
-      if (auto e = note(read_string(v, ev.error_message, arena, &ev.has_error_message), ev.wrong_type)) return e;
-    }
-  }
-  return simdjson::SUCCESS;
-}
-
-// An object-valued field: null is absent; any other non-object is a wrong type.
-template <class F>
-error_code read_object(od::value& v, F&& f) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  if (t != od::json_type::object) return simdjson::INCORRECT_TYPE;
-  od::object obj;
-  if (auto e = v.get_object().get(obj)) return e;
-  return f(obj);
+  return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
+    if (key == "message") return read_string(v, ev.error_message, arena, &ev.has_error_message);
+    return simdjson::SUCCESS;
+  });
 }
 
 /// The text parts of an MCP result `{content: [{type: "text", text}…]}`, joined with '\n'.
@@ -349,9 +275,7 @@ struct codex_mapper::impl {
   mapper_core core;
 
   // ---- parsing: one On-Demand parser and one padded buffer for the mapper's lifetime --------------------------
-  od::parser parser;
-  std::unique_ptr<char[]> buffer;
-  std::size_t capacity = 0;
+  padded_line padded;
   string_arena arena;
   x_event ev;
   const simdjson::implementation* utf8 = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
@@ -471,11 +395,8 @@ struct codex_mapper::impl {
     if (parse_fast(line)) return simdjson::SUCCESS;
     ev = x_event{};
     if (!arena.empty()) arena.clear();
-    reserve_padded(buffer, capacity, parser, line.size() + simdjson::SIMDJSON_PADDING);
-    std::memcpy(buffer.get(), line.data(), line.size());
-    std::memset(buffer.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
     od::document doc;
-    if (auto e = parser.iterate(buffer.get(), line.size(), capacity).get(doc)) return e;
+    if (auto e = padded.iterate(line, doc)) return e;
     od::object root;
     if (auto e = doc.get_object().get(root)) return e;
     bool item_wrong_type = false;
@@ -514,9 +435,7 @@ struct codex_mapper::impl {
       if (auto f = note(e, ev.wrong_type)) return f;
     }
     if (!ev.has_type) return simdjson::NO_SUCH_FIELD;
-    // Nothing but whitespace may follow the object.
-    const char* location = nullptr;
-    if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+    if (auto e = check_end(doc)) return e;
     // Event types the mapper ignores are not checked further (their fields may mean something else).
     if (ev.kind == event_kind::unknown) return simdjson::SUCCESS;
     if (ev.wrong_type) return simdjson::INCORRECT_TYPE;

@@ -80,15 +80,13 @@ class g_parser {
   /// Parse `line` into `ev`. Any error: the line is not a valid event (and `ev` is not used).
   error_code parse(std::string_view line, g_event& ev) {
     if (!arena_.empty()) arena_.clear();
-    detail::reserve_padded(buffer_, capacity_, parser_, line.size() + simdjson::SIMDJSON_PADDING);
+    padded_.reserve(line.size());
     // The fast path sets every field a `message` event is read by (kind, type, role, content, delta); the others keep
     // the previous line's values, which nothing reads for a message (saves the reset on the per-token path).
     if (parse_fast_message(line, ev)) return simdjson::SUCCESS;
     ev.reset();
-    std::memcpy(buffer_.get(), line.data(), line.size());
-    std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
     od::document doc;
-    if (auto e = parser_.iterate(buffer_.get(), line.size(), capacity_).get(doc)) return e;
+    if (auto e = padded_.iterate(line, doc)) return e;
     od::object root;
     if (auto e = doc.get_object().get(root)) return e;
     for (auto field_result : root) {
@@ -98,9 +96,7 @@ class g_parser {
       if (auto e = key_of(field, key)) return e;
       if (auto e = read_field(key, field.value(), ev)) return e;
     }
-    // Nothing but whitespace may follow the object.
-    const char* location = nullptr;
-    if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+    if (auto e = detail::check_end(doc)) return e;
     if (!ev.type.ok()) return simdjson::NO_SUCH_FIELD;
     ev.kind = kind_of(ev.type.value);
     return required_fields_ok(ev) ? simdjson::SUCCESS : simdjson::INCORRECT_TYPE;
@@ -149,9 +145,9 @@ class g_parser {
       return false;
     if (escaped) {
       // Unescaped into the line buffer (unused by this path; an unescaped string is never longer than its body).
-      char* out_end = detail::lenient_unescape_to(content, buffer_.get());
+      char* out_end = detail::lenient_unescape_to(content, padded_.buffer.get());
       if (out_end == nullptr) return false;
-      content = std::string_view(buffer_.get(), static_cast<std::size_t>(out_end - buffer_.get()));
+      content = std::string_view(padded_.buffer.get(), static_cast<std::size_t>(out_end - padded_.buffer.get()));
     }
     ev.kind = g_kind::message;
     ev.type = {.value = "message", .present = true};
@@ -279,11 +275,8 @@ class g_parser {
     return simdjson::SUCCESS;
   }
 
-
-  od::parser parser_;
+  detail::padded_line padded_;
   const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
-  std::unique_ptr<char[]> buffer_;
-  std::size_t capacity_ = 0;
   detail::string_arena arena_;
 };
 

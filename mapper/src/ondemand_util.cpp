@@ -22,6 +22,19 @@ void reserve_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::
     capacity = cap;
   }
 }
+simdjson::error_code padded_line::iterate(std::string_view line, od::document& doc) {
+  reserve(line.size());
+  std::memcpy(buffer.get(), line.data(), line.size());
+  std::memset(buffer.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
+  return parser.iterate(buffer.get(), line.size(), capacity).get(doc);
+}
+
+simdjson::error_code check_end(od::document& doc) noexcept {
+  const char* location = nullptr;
+  return doc.current_location().get(location) == simdjson::OUT_OF_BOUNDS ? simdjson::SUCCESS
+                                                                         : simdjson::TRAILING_CONTENT;
+}
+
 namespace {
 
 bool hex4(std::string_view s, std::size_t at, std::uint32_t& out) {

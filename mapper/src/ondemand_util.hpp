@@ -21,6 +21,22 @@ inline constexpr std::size_t kReleaseBufferAbove = std::size_t{16} << 20;
 /// every mapper's padded line buffer.
 void reserve_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser, std::size_t needed);
 
+/// A mapper's padded copy of the current line (On-Demand reads SIMDJSON_PADDING bytes past the end) and the parser
+/// whose index belongs to it.
+struct padded_line {
+  od::parser parser;
+  std::unique_ptr<char[]> buffer;
+  std::size_t capacity = 0;
+
+  /// Room for `size` bytes and the padding (reserve_padded's rules: may release a huge buffer).
+  void reserve(std::size_t size) { reserve_padded(buffer, capacity, parser, size + simdjson::SIMDJSON_PADDING); }
+  /// Copies `line` in (reserving first) and starts iterating it; `doc` is valid until the next call.
+  simdjson::error_code iterate(std::string_view line, od::document& doc);
+};
+
+/// After the root value was read: TRAILING_CONTENT unless nothing but whitespace follows it.
+simdjson::error_code check_end(od::document& doc) noexcept;
+
 /// Deepest JSON nesting converted to nlohmann::json (deeper values make the line invalid; no recursion beyond it).
 inline constexpr int kMaxConvertDepth = 256;
 

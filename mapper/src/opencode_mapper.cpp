@@ -3,6 +3,7 @@
 #include <agenthost/mapper/opencode_mapper.hpp>
 
 #include "mapper_core.hpp"
+#include "ondemand_fields.hpp"
 #include "ondemand_util.hpp"
 #include "text_util.hpp"
 
@@ -62,99 +63,6 @@ struct oc_event {
   std::optional<bool> is_retryable{};
 };
 
-bool is_type_mismatch(error_code e) noexcept {
-  return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE;
-}
-
-/// A type mismatch is noted and the walk goes on (the value is skipped); anything else (structure, strings) fails.
-error_code note(error_code e, bool& wrong_type) noexcept {
-  if (is_type_mismatch(e)) {
-    wrong_type = true;
-    return simdjson::SUCCESS;
-  }
-  return e;
-}
-
-// A field the mapper reads must have its JSON type; null counts as absent. Anything else makes the line invalid
-// (reported, never fatal): a `text` that is a number would otherwise lose content silently.
-error_code read_string(od::value& v, std::string_view& out, string_arena& arena, bool* has = nullptr) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  if (t != od::json_type::string) return simdjson::INCORRECT_TYPE;
-  if (auto e = get_string(v, out, arena)) return e;
-  if (has != nullptr) *has = true;
-  return simdjson::SUCCESS;
-}
-
-error_code read_int(od::value& v, std::optional<long long>& out) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  if (t != od::json_type::number) return simdjson::INCORRECT_TYPE;
-  double d = 0;
-  if (auto e = get_number(v, d)) return e;
-  // Token counts are integers; a fractional or absurd one is a wrong value, not something to round silently.
-  if (d < -9.0e15 || d > 9.0e15 || d != static_cast<double>(static_cast<long long>(d))) return simdjson::NUMBER_ERROR;
-  out = static_cast<long long>(d);
-  return simdjson::SUCCESS;
-}
-
-error_code read_count(od::value& v, long long& out) {
-  std::optional<long long> n;
-  if (auto e = read_int(v, n)) return e;
-  out = n.value_or(0);
-  return simdjson::SUCCESS;
-}
-
-error_code read_double(od::value& v, std::optional<double>& out) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  if (t != od::json_type::number) return simdjson::INCORRECT_TYPE;
-  double d = 0;
-  if (auto e = get_number(v, d)) return e;
-  out = d;
-  return simdjson::SUCCESS;
-}
-
-error_code read_bool(od::value& v, std::optional<bool>& out) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  if (t != od::json_type::boolean) return simdjson::INCORRECT_TYPE;
-  bool b = false;
-  if (auto e = v.get_bool().get(b)) return e;
-  out = b;
-  return simdjson::SUCCESS;
-}
-
-// An object-valued field: null is absent; any other non-object is a wrong type.
-template <class F>
-error_code read_object(od::value& v, F&& f) {
-  od::json_type t{};
-  if (auto e = v.type().get(t)) return e;
-  if (t == od::json_type::null) return simdjson::SUCCESS;
-  if (t != od::json_type::object) return simdjson::INCORRECT_TYPE;
-  od::object obj;
-  if (auto e = v.get_object().get(obj)) return e;
-  return f(obj);
-}
-
-// Calls f(key, value) for every field of `obj`; f returns an error_code (a type mismatch is noted, not fatal).
-template <class F>
-error_code for_fields(od::object& obj, bool& wrong_type, F&& f) {
-  for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return e;
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
-    od::value v = field.value();
-    if (auto e = note(f(key, v), wrong_type)) return e;
-  }
-  return simdjson::SUCCESS;
-}
-
 /// True when the reason of a step_finish ends the run: every reason but `tool-calls` (opencode runs the tools and
 /// starts another step only then); `stop` normally, `length` / `content-filter` when the model was cut off.
 bool final_reason(std::string_view reason) noexcept { return reason != "tool-calls"; }
@@ -174,9 +82,7 @@ struct opencode_mapper::impl {
   mapper_core core;
 
   // ---- parsing: one On-Demand parser and one padded buffer for the mapper's lifetime --------------------------
-  od::parser parser;
-  std::unique_ptr<char[]> buffer;
-  std::size_t capacity = 0;
+  padded_line padded;
   string_arena arena;
   oc_event ev;
 
@@ -268,11 +174,8 @@ struct opencode_mapper::impl {
   error_code parse(std::string_view line) {
     ev = oc_event{};
     if (!arena.empty()) arena.clear();
-    reserve_padded(buffer, capacity, parser, line.size() + simdjson::SIMDJSON_PADDING);
-    std::memcpy(buffer.get(), line.data(), line.size());
-    std::memset(buffer.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
     od::document doc;
-    if (auto e = parser.iterate(buffer.get(), line.size(), capacity).get(doc)) return e;
+    if (auto e = padded.iterate(line, doc)) return e;
     od::object root;
     if (auto e = doc.get_object().get(root)) return e;
     bool part_wrong_type = false;
@@ -308,9 +211,7 @@ struct opencode_mapper::impl {
       if (auto f = note(e, ev.wrong_type)) return f;
     }
     if (!ev.has_type) return simdjson::NO_SUCH_FIELD;
-    // Nothing but whitespace may follow the object.
-    const char* location = nullptr;
-    if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+    if (auto e = check_end(doc)) return e;
     // Event types the mapper ignores are not checked further (their fields may mean something else).
     if (ev.kind == event_kind::unknown) return simdjson::SUCCESS;
     if (ev.wrong_type || part_wrong_type) return simdjson::INCORRECT_TYPE;

@@ -1,6 +1,7 @@
 // Internal: extraction of one pi JSONL line into x_event.
 #include "pi_event.hpp"
 
+#include "ondemand_fields.hpp"
 #include "raw_scan.hpp"
 
 #include <cstring>
@@ -11,22 +12,8 @@ namespace {
 using simdjson::error_code;
 
 
-/// A field of the wrong JSON type is treated as absent; anything else (structure, depth, strings) fails the line.
-bool is_type_mismatch(error_code e) noexcept {
-  return e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE;
-}
-
-/// The key of a field: a view of the raw bytes when it has no escape sequence (the usual case, no copy), else
-/// the unescaped key.
-error_code get_key(od::field& field, std::string_view& out) noexcept {
-  const char* raw = field.key().raw();
-  // The document is structurally valid and padded: the closing quote is there.
-  const char* p = raw::find_quote_or_backslash_padded(raw);
-  if (*p == '\\') return field.unescaped_key().get(out);
-  out = std::string_view(raw, static_cast<std::size_t>(p - raw));
-  return simdjson::SUCCESS;
-}
-
+// The fields pi's parser reads leniently: a field of the wrong JSON type is treated as absent; anything else
+// (structure, depth, strings) fails the line.
 error_code opt_string(od::value& v, std::string_view& out, string_arena& arena, bool* has = nullptr) {
   std::string_view s;
   const auto e = get_string(v, s, arena);
@@ -246,9 +233,7 @@ error_code pi_event_parser::parse_ondemand(std::size_t size) {
   if (auto e = doc.get_object().get(root)) return e;
   if (auto e = parse_root(root)) return e;
   if (!ev_.has_type) return simdjson::NO_SUCH_FIELD;
-  // Nothing but whitespace may follow the object.
-  const char* location = nullptr;
-  if (doc.current_location().get(location) != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
+  if (auto e = check_end(doc)) return e;
 
   // Objects met before we knew whether they were needed.
   x_event& ev = ev_;

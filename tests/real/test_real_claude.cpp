@@ -623,11 +623,11 @@ TEST_F(RealClaude, CancellationMidStream) {
   expect_run_frame(r.raw, "slow", work);
   EXPECT_EQ(joined(deltas(r.raw, "text_delta", "text")).substr(0, got.size()), got);
   // The run reads claude's output to its end, also during the stop: what claude prints when interrupted (its
-  // `result`, with the cost of the turn) is mapped into the cancelled terminal.
-  ASSERT_EQ(r.raw.of_type("result").size(), 1u) << r.raw.dump();
-  EXPECT_EQ(result_event(r.raw).value("subtype", ""), "error_during_execution") << r.raw.dump();
-  ASSERT_TRUE(r.terminal.content.contains("usage")) << r.dump();
-  EXPECT_TRUE(r.terminal.content.at("usage").contains("cost")) << r.dump();
+  // `result`, with the cost of the turn) is mapped into the cancelled terminal — when claude prints it.
+  if (interrupted_result(r.raw, "aborted_streaming")) {
+    ASSERT_TRUE(r.terminal.content.contains("usage")) << r.dump();
+    EXPECT_TRUE(r.terminal.content.at("usage").contains("cost")) << r.dump();
+  }
   EXPECT_LT(r.elapsed, std::chrono::seconds(20)) << "the stream takes 40 s; the stop must not wait for it";
 }
 
@@ -674,15 +674,17 @@ TEST_F(RealClaude, CancellationDuringAToolKillsTheToolProcess) {
   const message* closed = expect_one_tool_call(r, "call_mock_sleep_2", json{{"command", "echo sleeping; sleep 30"}},
                                                message_type::tool_failed);
   ASSERT_NE(closed, nullptr);
-  // Closed by claude itself: interrupted, it reports the call as rejected and prints its `result`, which the run still
-  // reads and maps during the stop (the cost of the turn reaches the cancelled terminal).
-  EXPECT_EQ(closed->content.value("closed_by_finish", false), false) << closed->content.dump();
-  EXPECT_EQ(closed->content.value("error", "").rfind("The user doesn't want to proceed with this tool use.", 0), 0u)
-      << closed->content.dump();
-  ASSERT_EQ(r.raw.of_type("result").size(), 1u) << r.raw.dump();
-  EXPECT_EQ(result_event(r.raw).value("subtype", ""), "error_during_execution") << r.raw.dump();
-  ASSERT_TRUE(r.terminal.content.contains("usage")) << r.dump();
-  EXPECT_TRUE(r.terminal.content.at("usage").contains("cost")) << r.dump();
+  if (interrupted_result(r.raw, "aborted_tools")) {
+    // Closed by claude itself: interrupted, it reports the call as rejected and prints its `result`, which the run
+    // still reads and maps during the stop (the cost of the turn reaches the cancelled terminal).
+    EXPECT_EQ(closed->content.value("closed_by_finish", false), false) << closed->content.dump();
+    EXPECT_EQ(closed->content.value("error", "").rfind("The user doesn't want to proceed with this tool use.", 0), 0u)
+        << closed->content.dump();
+    ASSERT_TRUE(r.terminal.content.contains("usage")) << r.dump();
+    EXPECT_TRUE(r.terminal.content.at("usage").contains("cost")) << r.dump();
+  } else {
+    EXPECT_EQ(closed->content.value("closed_by_finish", false), true) << closed->content.dump();
+  }
   EXPECT_EQ(process_named(run_mark(), "sleep"), std::nullopt) << "the tool's sleep survived";
   EXPECT_FALSE(alive(*sleep_pid)) << "the tool's sleep survived";
   EXPECT_EQ(frame_texts(r.raw, "text", "text"), std::vector<std::string>{"Sleeping."});
@@ -733,7 +735,8 @@ TEST_F(RealClaude, SigintToTheCliAloneDuringATool) {
 // Probe: SIGINT to the group right after the tool_use frame, before the tool runs: Claude 2.1.332 exits 0 at once,
 // without closing the API message (no message_delta / message_stop), without a tool result and without a result line
 // — the same silent exit that, on a loaded machine, also hits a SIGINT while the tool's process is just starting.
-// Without a caller's cancel that is failed/no_terminal_event (exit 0 without a result is never success).
+// Without a caller's cancel that is failed/no_terminal_event (exit 0 without a result is never success). On a slow
+// host the signal can land after the tool started: then claude's interruption report is checked instead.
 TEST_F(RealClaude, SigintBetweenToolUseAndToolStartExits0WithoutAResult) {
   bool sent = false;
   auto r = run("long-tool-echo", {}, "long-tool-echo-sigint-before-tool", [&](claude_run&, const json& e) {
@@ -752,13 +755,22 @@ TEST_F(RealClaude, SigintBetweenToolUseAndToolStartExits0WithoutAResult) {
   std::cout << "[ real claude ] SIGINT between tool_use and tool start: " << r.raw.status_text() << ", "
             << results.size() << " result line(s), last event: "
             << (r.raw.events.empty() ? "" : r.raw.events.back().dump().substr(0, 160)) << "\n";
-  EXPECT_TRUE(results.empty()) << r.dump();
-  EXPECT_TRUE(r.raw.of_type("user").empty()) << r.dump();
   ASSERT_EQ(r.terminal.type, message_type::terminal_failed);
-  EXPECT_EQ(r.terminal.content.at("reason"), "no_terminal_event");
   const message* closed = expect_one_tool_call(r, "call_mock_sleep_2", json{{"command", "echo sleeping; sleep 30"}},
                                                message_type::tool_failed);
   ASSERT_NE(closed, nullptr);
+  if (!results.empty()) {
+    // The signal is sent from the test's line callback: when the host is slow (sanitizers, load) it lands once the
+    // tool has started, and claude reports the interruption instead — mapped like SigintToTheCliAloneDuringATool.
+    std::cout << "[ real claude ] NOTE: the SIGINT landed after the tool started (a slow host); the silent exit was "
+                 "not hit this time\n";
+    EXPECT_TRUE(interrupted_result(r.raw, "aborted_tools"));
+    EXPECT_EQ(r.terminal.content.at("reason"), "agent_error");
+    EXPECT_EQ(closed->content.value("closed_by_finish", false), false);
+    return;
+  }
+  EXPECT_TRUE(r.raw.of_type("user").empty()) << r.dump();
+  EXPECT_EQ(r.terminal.content.at("reason"), "no_terminal_event");
   EXPECT_EQ(closed->content.value("closed_by_finish", false), true);
 }
 
