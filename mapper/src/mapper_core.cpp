@@ -136,10 +136,12 @@ void mapper_core::status(std::vector<message>& out, std::string_view kind, std::
   out.push_back(message{message_type::status, std::move(extra)});
 }
 
-mapper_core::tool_table::iterator mapper_core::open_call(std::vector<message>& out, std::string_view id,
-                                                         std::string_view name, json input, bool synthesized) {
-  auto it = tools_.emplace(std::string(id), tool_state{std::string(name), {}, next_call_order_++, false}).first;
-  ++open_tools_;
+void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std::string_view name, json input,
+                            bool synthesized) {
+  // The table of open calls first: it holds a few entries, the closed ids every call of the run.
+  if (open_tools_.find(id) != open_tools_.end() || closed_ids_.find(id) != closed_ids_.end()) return;
+  open_tools_.emplace(std::string(id), tool_state{std::string(name), {}});
+  tool_order_.emplace_back(id);
   if (input.is_null()) input = json::object();
   else if (!input.is_object()) input = json{{"value", std::move(input)}};
   ensure_session(out);
@@ -148,21 +150,17 @@ mapper_core::tool_table::iterator mapper_core::open_call(std::vector<message>& o
   put(c, "name", std::string(name));
   if (synthesized) put(c, "synthesized", true);
   put(c, "tool_call_id", std::string(id));
-  return it;
-}
-
-void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std::string_view name, json input,
-                            bool synthesized) {
-  if (tools_.find(id) != tools_.end()) return;  // a repeated call, or one already closed
-  open_call(out, id, name, std::move(input), synthesized);
 }
 
 void mapper_core::tool_update(std::vector<message>& out, std::string_view id, std::string_view name,
                               std::string_view output) {
-  auto it = tools_.find(id);
-  if (it == tools_.end()) it = open_call(out, id, name, nullptr, true);
+  auto it = open_tools_.find(id);
+  if (it == open_tools_.end()) {
+    if (closed_ids_.find(id) != closed_ids_.end()) return;  // a late update of a closed call
+    tool_call(out, id, name, nullptr, true);
+    it = open_tools_.find(id);
+  }
   tool_state& t = it->second;
-  if (t.closed) return;
   if (output == t.last_output) return;  // cumulative output: only changes are reported
   t.last_output.assign(output);
   auto& c = new_content(out, message_type::tool_update);
@@ -173,30 +171,30 @@ void mapper_core::tool_update(std::vector<message>& out, std::string_view id, st
 
 void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std::string_view name, std::string text,
                              bool is_error, json raw) {
-  auto it = tools_.find(id);
-  if (it == tools_.end()) it = open_call(out, id, name, nullptr, true);  // a result for a call never announced
-  tool_state& t = it->second;
-  if (t.closed) return;  // a repeated result
+  auto it = open_tools_.find(id);
+  if (it == open_tools_.end()) {
+    if (closed_ids_.find(id) != closed_ids_.end()) return;  // a repeated result
+    tool_call(out, id, name, nullptr, true);                  // a result for a call never announced
+    it = open_tools_.find(id);
+  }
   auto& c = new_content(out, is_error ? message_type::tool_failed : message_type::tool_completed);
   // Keys in order: error|output < name < raw_output < tool_call_id.
   put(c, is_error ? "error" : "output", std::move(text));
-  put(c, "name", name.empty() ? std::move(t.name) : std::string(name));
+  put(c, "name", name.empty() ? std::move(it->second.name) : std::string(name));
   if (!raw.is_null()) put(c, "raw_output", std::move(raw));
   put(c, "tool_call_id", std::string(id));
-  t = tool_state{.closed = true};  // frees the name and the last output
-  --open_tools_;
+  open_tools_.erase(it);
+  tool_order_.erase(std::remove(tool_order_.begin(), tool_order_.end(), id), tool_order_.end());
+  closed_ids_.emplace(id);
 }
 
-bool mapper_core::tool_open(std::string_view id) const {
-  auto it = tools_.find(id);
-  return it != tools_.end() && !it->second.closed;
-}
+bool mapper_core::tool_open(std::string_view id) const { return open_tools_.find(id) != open_tools_.end(); }
 
-std::size_t mapper_core::open_tool_count() const noexcept { return open_tools_; }
+std::size_t mapper_core::open_tool_count() const noexcept { return open_tools_.size(); }
 
 std::string_view mapper_core::tool_name(std::string_view id) const {
-  auto it = tools_.find(id);
-  return it == tools_.end() || it->second.closed ? std::string_view{} : std::string_view(it->second.name);
+  auto it = open_tools_.find(id);
+  return it == open_tools_.end() ? std::string_view{} : std::string_view(it->second.name);
 }
 
 bool mapper_core::begin_finish() noexcept {
@@ -248,19 +246,17 @@ void mapper_core::emit_terminal(std::vector<message>& out, terminal_draft d, con
                                  : d.type == message_type::terminal_completed
                                      ? options_.agent + " finished without reporting this tool call's result"
                                      : "the run ended before the tool call completed (" + d.reason + ")";
-  std::vector<tool_table::value_type*> open;
-  open.reserve(open_tools_);
-  for (auto& entry : tools_)
-    if (!entry.second.closed) open.push_back(&entry);
-  std::sort(open.begin(), open.end(), [](const auto* a, const auto* b) { return a->second.order < b->second.order; });
-  for (auto* entry : open) {
-    out.push_back(message{message_type::tool_failed, json{{"tool_call_id", entry->first},
-                                                          {"name", std::move(entry->second.name)},
+  for (const auto& id : tool_order_) {
+    auto it = open_tools_.find(id);
+    if (it == open_tools_.end()) continue;
+    out.push_back(message{message_type::tool_failed, json{{"tool_call_id", id},
+                                                          {"name", it->second.name},
                                                           {"error", close_text},
                                                           {"closed_by_finish", true}}});
-    entry->second = tool_state{.closed = true};
+    closed_ids_.insert(id);
   }
-  open_tools_ = 0;
+  open_tools_.clear();
+  tool_order_.clear();
 
   json c = d.content.is_object() ? std::move(d.content) : json::object();
   if (!session_id_.empty()) c["session_id"] = session_id_;

@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace agenthost::mapper::detail {
@@ -145,29 +145,21 @@ class mapper_core {
   [[nodiscard]] const core_options& options() const noexcept { return options_; }
 
  private:
-  // One entry per tool call id ever seen, open or closed: every ledger operation is a single hash lookup (a call and
-  // its result each looked an id up in two tables before; on event-dense streams such as Codex's that was a tenth of
-  // the mapper's time). A closed entry keeps only its id, so a repeated result or update is still recognised:
-  // O(calls), never O(bytes).
   struct tool_state {
-    std::string name{};
-    std::string last_output{};
-    std::uint64_t order = 0;  // call order, for closing the open calls at finish in the order they were made
-    bool closed = false;
+    std::string name;
+    std::string last_output;
   };
-  using tool_table = std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>>;
-  /// Adds an open call (the id must not be in the table) and emits its tool.call.
-  tool_table::iterator open_call(std::vector<transport::message>& out, std::string_view id, std::string_view name,
-                                 nlohmann::json input, bool synthesized);
   core_options options_;
   mapper_stats stats_;
   std::vector<std::string> invalid_lines_;
   std::string session_id_;
   bool session_emitted_ = false;
   bool finish_called_ = false;
-  tool_table tools_;
-  std::size_t open_tools_ = 0;
-  std::uint64_t next_call_order_ = 0;
+  std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>> open_tools_;
+  std::vector<std::string> tool_order_;  // open calls in call order, for closing at finish
+  // Ids of closed calls: a repeated result or update of such a call is ignored. O(calls), not O(bytes). Looked up
+  // only when an id is not open: a call and its result cost one lookup here (at the call) and one insert.
+  std::unordered_set<std::string, string_hash, std::equal_to<>> closed_ids_;
 };
 
 }  // namespace agenthost::mapper::detail
