@@ -8,6 +8,8 @@
 // Not thread-safe (one mapper, one thread). No I/O.
 #pragma once
 
+#include "text_util.hpp"
+
 #include <agenthost/mapper/event_mapper.hpp>
 #include <agenthost/transport/message.hpp>
 
@@ -24,10 +26,6 @@
 namespace agenthost::mapper::detail {
 
 /// Transparent hash: maps keyed by std::string looked up with a string_view.
-struct string_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
 
 /// Adds `key: value` to an object being built, keys in ascending order (std::map: the hint at the end makes it O(1)).
 /// Messages on per-event paths are built this way: an initializer list first builds a two-element array per member,

@@ -122,11 +122,6 @@ struct usage_total {
   }
 };
 
-/// Transparent hash: tool calls are looked up by the event's string_view without building a std::string.
-struct string_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
 
 struct block_state {
   block_kind kind = block_kind::other;
