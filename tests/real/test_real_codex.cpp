@@ -8,13 +8,10 @@
 // Skips (naming why) when codex is not installed or python3 is missing. AGENTHOST_REAL_CODEX overrides the executable.
 // AGENTHOST_RECORD_FIXTURES=1 writes what codex printed into fixtures/codex/recorded/codex-<version>-<scenario>.jsonl.
 #include "cli_interrupt.hpp"
+#include "provider_run.hpp"
 #include "real_cli_util.hpp"
 
 #include <agenthost/providers/codex.hpp>
-#include <agenthost/transport/contract_checker.hpp>
-
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 
 #include <gtest/gtest.h>
 
@@ -54,45 +51,7 @@ std::uint32_t crc32(std::string_view bytes) {
   return c ^ 0xFFFFFFFFU;
 }
 
-// One run through the provider: the normalized messages and, from the same run, what codex printed.
-struct run_result {
-  boost::system::error_code ec;
-  std::vector<message> messages;
-  message terminal;
-  std::vector<std::string> lines;  // codex's stdout lines, as printed
-  std::vector<json> events;        // those that are JSON objects
-  std::chrono::milliseconds elapsed{};
-
-  [[nodiscard]] std::vector<const json*> raw_of_type(const std::string& type) const {
-    std::vector<const json*> out;
-    for (const auto& e : events)
-      if (e.value("type", "") == type) out.push_back(&e);
-    return out;
-  }
-  [[nodiscard]] std::vector<message> of_type(message_type t) const {
-    std::vector<message> out;
-    for (const auto& m : messages)
-      if (m.type == t) out.push_back(m);
-    return out;
-  }
-  [[nodiscard]] std::vector<std::string> texts(message_type t) const {
-    std::vector<std::string> out;
-    for (const auto& m : of_type(t)) out.push_back(m.content.at("text").get<std::string>());
-    return out;
-  }
-  [[nodiscard]] std::string assistant_text() const {
-    std::string s;
-    for (const auto& t : texts(message_type::assistant)) s += t;
-    return s;
-  }
-  [[nodiscard]] std::string dump() const {
-    std::string s = "  codex printed:\n";
-    for (const auto& l : lines) s += "    " + l + "\n";
-    s += "  messages:\n";
-    for (const auto& m : messages) s += "    " + m.to_json_line() + "\n";
-    return s;
-  }
-};
+using run_result = provider_run;
 
 class RealCodex : public real_cli_test {
  protected:
@@ -147,41 +106,21 @@ class RealCodex : public real_cli_test {
   run_result run(const std::string& scenario, providers::codex_options o,
                  const std::function<bool(const run_result&)>& cancel_when = {}, const std::string& record_as = {},
                  const std::string& the_prompt = prompt) {
-    run_result r;
-    o.run.on_agent_line = [&r](std::string_view line) {
-      r.lines.emplace_back(line);
-      auto j = parse_line(r.lines.back());
-      if (j.is_object()) r.events.push_back(std::move(j));
-    };
-    bool done = false, cancelled = false;
-    asio::cancellation_signal sig;
-    const auto t0 = std::chrono::steady_clock::now();
-    providers::async_run_codex(
-        io.get_executor(), o, the_prompt, [&](const message& m) { r.messages.push_back(m); },
-        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
-          r.ec = ec;
-          r.terminal = std::move(t);
-          done = true;
-        }));
-    const bool finished = run_until(io, [&] {
-      if (!done && !cancelled && cancel_when && cancel_when(r)) {
-        cancelled = true;
-        sig.emit(asio::cancellation_type::terminal);
-      }
-      return done;
-    }, 90s);
-    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-    EXPECT_TRUE(finished) << "the run did not end within 90 s\n" << r.dump();
-    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << r.dump();
-    if (!r.messages.empty()) {
-      EXPECT_EQ(r.messages.back(), r.terminal);
-    }
-    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
-    record_fixture("codex", "codex-" + codex_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
-                   r.lines, {{work, "/home/user/project"}, {dir, "/home/user"}, {mock->origin(), "http://127.0.0.1:18765"}});
-    std::cout << "[ real codex ] " << scenario << ": " << r.lines.size() << " lines from codex, " << r.messages.size()
-              << " messages, " << transport::to_string(r.terminal.type) << ", " << r.elapsed.count() << " ms\n";
-    return r;
+    return run_through_provider(
+        io,
+        {.agent = "codex",
+         .version = codex_version(),
+         .scenario = scenario,
+         .name = record_as.empty() ? scenario : record_as,
+         .replacements = {{work, "/home/user/project"},
+                          {dir, "/home/user"},
+                          {mock->origin(), "http://127.0.0.1:18765"}}},
+        run_mark(),
+        [&](std::function<void(std::string_view)> on_agent_line, auto on_message, auto token) {
+          o.run.on_agent_line = std::move(on_agent_line);
+          providers::async_run_codex(io.get_executor(), o, the_prompt, std::move(on_message), std::move(token));
+        },
+        cancel_when);
   }
 
   run_result run(const std::string& scenario) { return run(scenario, options(scenario)); }

@@ -15,13 +15,10 @@
 // executable. AGENTHOST_RECORD_FIXTURES=1 writes what opencode printed into
 // fixtures/opencode/recorded/opencode-<version>-<scenario>.jsonl.
 #include "cli_interrupt.hpp"
+#include "provider_run.hpp"
 #include "real_cli_util.hpp"
 
 #include <agenthost/providers/opencode.hpp>
-#include <agenthost/transport/contract_checker.hpp>
-
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 
 #include <gtest/gtest.h>
 
@@ -56,56 +53,20 @@ const char* const prompt = "Do what the scenario says.";
 const std::vector<std::string> models = {"answer",    "tool",      "slow",           "http400",
                                          "long-tool", "cut-retry", "http500-retry-now", "http429-retry-now"};
 
-// One run through the provider: the normalized messages and, from the same run, what opencode printed.
-struct run_result {
-  boost::system::error_code ec;
-  std::vector<message> messages;
-  message terminal;
-  std::vector<std::string> lines;  // opencode's stdout lines, as printed
-  std::vector<json> events;        // those that are JSON objects
-  std::chrono::milliseconds elapsed{};
+using run_result = provider_run;
 
-  [[nodiscard]] std::vector<const json*> raw_of_type(const std::string& type) const {
-    std::vector<const json*> out;
-    for (const auto& e : events)
-      if (e.value("type", "") == type) out.push_back(&e);
-    return out;
-  }
-  [[nodiscard]] std::vector<std::string> raw_types() const {
-    std::vector<std::string> out;
-    for (const auto& e : events) out.push_back(e.value("type", ""));
-    return out;
-  }
-  [[nodiscard]] std::vector<std::string> raw_texts(const std::string& type) const {
-    std::vector<std::string> out;
-    for (const auto* e : raw_of_type(type)) out.push_back(e->at("part").value("text", ""));
-    return out;
-  }
-  [[nodiscard]] std::vector<message> of_type(message_type t) const {
-    std::vector<message> out;
-    for (const auto& m : messages)
-      if (m.type == t) out.push_back(m);
-    return out;
-  }
-  [[nodiscard]] std::vector<std::string> texts(message_type t) const {
-    std::vector<std::string> out;
-    for (const auto& m : of_type(t)) out.push_back(m.content.at("text").get<std::string>());
-    return out;
-  }
-  [[nodiscard]] std::string assistant_text() const {
-    std::string s;
-    for (const auto& t : texts(message_type::assistant)) s += t;
-    return s;
-  }
-  [[nodiscard]] std::string session() const { return events.empty() ? "?" : events[0].value("sessionID", "?"); }
-  [[nodiscard]] std::string dump() const {
-    std::string s = "  opencode printed:\n";
-    for (const auto& l : lines) s += "    " + l + "\n";
-    s += "  messages:\n";
-    for (const auto& m : messages) s += "    " + m.to_json_line() + "\n";
-    return s;
-  }
-};
+// opencode's raw event types in order; the `part.text` of its events of one type; its session id.
+std::vector<std::string> raw_types(const run_result& r) {
+  std::vector<std::string> out;
+  for (const auto& e : r.events) out.push_back(e.value("type", ""));
+  return out;
+}
+std::vector<std::string> raw_texts(const run_result& r, const std::string& type) {
+  std::vector<std::string> out;
+  for (const auto* e : r.raw_of_type(type)) out.push_back(e->at("part").value("text", ""));
+  return out;
+}
+std::string session_of(const run_result& r) { return r.events.empty() ? "?" : r.events[0].value("sessionID", "?"); }
 
 class RealOpencode : public real_cli_test {
  protected:
@@ -171,43 +132,21 @@ class RealOpencode : public real_cli_test {
   run_result run(const std::string& scenario, providers::opencode_options o,
                  const std::function<bool(const run_result&)>& cancel_when = {}, const std::string& record_as = {},
                  const std::string& the_prompt = prompt) {
-    run_result r;
-    o.run.on_agent_line = [&r](std::string_view line) {
-      r.lines.emplace_back(line);
-      auto j = parse_line(r.lines.back());
-      if (j.is_object()) r.events.push_back(std::move(j));
-    };
-    bool done = false, cancelled = false;
-    asio::cancellation_signal sig;
-    const auto t0 = std::chrono::steady_clock::now();
-    providers::async_run_opencode(
-        io.get_executor(), o, the_prompt, [&](const message& m) { r.messages.push_back(m); },
-        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
-          r.ec = ec;
-          r.terminal = std::move(t);
-          done = true;
-        }));
-    const bool finished = run_until(io, [&] {
-      if (!done && !cancelled && cancel_when && cancel_when(r)) {
-        cancelled = true;
-        sig.emit(asio::cancellation_type::terminal);
-      }
-      return done;
-    }, 90s);
-    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-    EXPECT_TRUE(finished) << "the run did not end within 90 s\n" << r.dump();
-    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << r.dump();
-    if (!r.messages.empty()) {
-      EXPECT_EQ(r.messages.back(), r.terminal);
-    }
-    EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
-    record_fixture("opencode",
-                   "opencode-" + opencode_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
-                   r.lines, {{work, "/home/user/project"}, {dir, "/home/user"}, {mock->origin(), "http://127.0.0.1:18765"}});
-    std::cout << "[ real opencode ] " << scenario << ": " << r.lines.size() << " lines from opencode, "
-              << r.messages.size() << " messages, " << transport::to_string(r.terminal.type) << ", "
-              << r.elapsed.count() << " ms\n";
-    return r;
+    return run_through_provider(
+        io,
+        {.agent = "opencode",
+         .version = opencode_version(),
+         .scenario = scenario,
+         .name = record_as.empty() ? scenario : record_as,
+         .replacements = {{work, "/home/user/project"},
+                          {dir, "/home/user"},
+                          {mock->origin(), "http://127.0.0.1:18765"}}},
+        run_mark(),
+        [&](std::function<void(std::string_view)> on_agent_line, auto on_message, auto token) {
+          o.run.on_agent_line = std::move(on_agent_line);
+          providers::async_run_opencode(io.get_executor(), o, the_prompt, std::move(on_message), std::move(token));
+        },
+        cancel_when);
   }
 
   run_result run(const std::string& scenario) { return run(scenario, options(scenario)); }
@@ -231,18 +170,18 @@ class RealOpencode : public real_cli_test {
 void expect_frame(const run_result& r) {
   ASSERT_FALSE(r.events.empty()) << r.dump();
   EXPECT_EQ(r.lines.size(), r.events.size()) << "every stdout line is a JSON object\n" << r.dump();
-  for (const auto& e : r.events) EXPECT_EQ(e.value("sessionID", ""), r.session()) << e.dump();
+  for (const auto& e : r.events) EXPECT_EQ(e.value("sessionID", ""), session_of(r)) << e.dump();
   // The session message carries opencode's session id (there is no init event: taken from the first line).
   ASSERT_FALSE(r.messages.empty());
-  EXPECT_EQ(r.messages.front().content.value("session_id", ""), r.session()) << r.dump();
+  EXPECT_EQ(r.messages.front().content.value("session_id", ""), session_of(r)) << r.dump();
   EXPECT_EQ(r.messages.front().content.value("agent", ""), "opencode");
   EXPECT_FALSE(r.messages.front().content.contains("synthesized"));
 }
 
 // One assistant message per scripted text block, nothing doubled or lost; one thought per thinking block.
 void expect_script(const run_result& r, const script& s) {
-  EXPECT_EQ(r.raw_texts("text"), s.texts) << r.dump();
-  EXPECT_EQ(r.raw_texts("reasoning"), s.thoughts) << r.dump();
+  EXPECT_EQ(raw_texts(r, "text"), s.texts) << r.dump();
+  EXPECT_EQ(raw_texts(r, "reasoning"), s.thoughts) << r.dump();
   EXPECT_EQ(r.texts(message_type::assistant), s.texts) << r.dump();
   EXPECT_EQ(r.assistant_text(), s.text());
   EXPECT_EQ(r.texts(message_type::assistant_thought), s.thoughts) << r.dump();
@@ -252,7 +191,7 @@ void expect_completed(const run_result& r, const script& s) {
   EXPECT_FALSE(r.ec);
   ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.dump();
   EXPECT_EQ(r.terminal.content.at("text"), s.texts.empty() ? std::string() : s.texts.back());
-  EXPECT_EQ(r.terminal.content.value("session_id", ""), r.session());
+  EXPECT_EQ(r.terminal.content.value("session_id", ""), session_of(r));
   EXPECT_EQ(r.terminal.content.value("stop_reason", ""), "stop");
   EXPECT_FALSE(r.terminal.content.contains("invalid_output_lines")) << r.dump();
   EXPECT_EQ(r.terminal.content.value("exit_status", ""), "exited with code 0");
@@ -267,7 +206,7 @@ TEST_F(RealOpencode, ToolCallWithReasoningAndANonAsciiAnswer) {
   expect_script(r, s);
   expect_completed(r, s);
   // Raw: two steps; the tool part printed once, after the tool finished (no event while it runs).
-  EXPECT_EQ(r.raw_types(), (std::vector<std::string>{"step_start", "reasoning", "text", "tool_use", "step_finish",
+  EXPECT_EQ(raw_types(r), (std::vector<std::string>{"step_start", "reasoning", "text", "tool_use", "step_finish",
                                                      "step_start", "reasoning", "text", "step_finish"}))
       << r.dump();
   const auto tools = r.raw_of_type("tool_use");
@@ -308,17 +247,17 @@ TEST_F(RealOpencode, DashPromptArrivesExactlyThenResume) {
   EXPECT_EQ(r.messages.front().type, message_type::session_started);
   expect_script(r, s);
   expect_completed(r, s);
-  EXPECT_EQ(r.raw_types(), (std::vector<std::string>{"step_start", "reasoning", "text", "step_finish"})) << r.dump();
+  EXPECT_EQ(raw_types(r), (std::vector<std::string>{"step_start", "reasoning", "text", "step_finish"})) << r.dump();
   EXPECT_TRUE(r.of_type(message_type::tool_call).empty());
   EXPECT_EQ(mock->requests_of("answer"), (std::vector<std::string>{"complete@turn0"}));
   EXPECT_EQ(last_user_head(), dash_prompt.substr(0, 32));
 
   auto o = options("answer");
-  o.session_id = r.session();
+  o.session_id = session_of(r);
   const std::string again_prompt = "-Once more. " + std::string(prompt);
   auto again = run("answer", o, {}, "answer-resumed", again_prompt);
   expect_frame(again);
-  EXPECT_EQ(again.session(), r.session());
+  EXPECT_EQ(session_of(again), session_of(r));
   EXPECT_EQ(again.messages.front().type, message_type::session_resumed) << again.dump();
   expect_script(again, s);
   expect_completed(again, s);
@@ -329,7 +268,7 @@ TEST_F(RealOpencode, DashPromptArrivesExactlyThenResume) {
 TEST_F(RealOpencode, Http400IsAgentErrorNotRetryable) {
   auto r = run("http400");
   expect_frame(r);
-  EXPECT_EQ(r.raw_types(), std::vector<std::string>{"error"}) << r.dump();
+  EXPECT_EQ(raw_types(r), std::vector<std::string>{"error"}) << r.dump();
   const json& err = r.events.at(0).at("error");
   EXPECT_EQ(err.at("name"), "APIError");
   EXPECT_EQ(err.at("data").at("statusCode"), 400);
