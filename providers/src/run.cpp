@@ -210,9 +210,10 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     });
   }
 
+  // After the stop, at stdout's EOF or when the drain wait ran out, whichever is first: finish() delivers the terminal,
+  // which completes the run, so the second caller returns here.
   void finish_stopped() {
-    if (completed_ || finishing_) return;
-    finishing_ = true;
+    if (completed_) return;
     drain_timer_.cancel();
     finish(std::move(*stopped_end_));
   }
@@ -304,7 +305,6 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   bool linger_armed_ = false;
   bool ending_ = false;                       // the tree is being stopped; its output is still mapped
   std::optional<mapper::run_end> stopped_end_;  // set once the stop completed: why the run ends
-  bool finishing_ = false;
   bool completed_ = false;
   bool cancelled_ = false;
   std::exception_ptr failure_;
