@@ -75,13 +75,19 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 — keep stderr quiet; requests go to --log
         pass
 
+    def _received(self) -> int:
+        """The request's number, logged at once: a reader waits for its final record before trusting the log."""
+        no = self.server.next_request_no()
+        self.server.log({"n": no, "received": f"{self.command} {self.path}"})
+        return no
+
     def do_GET(self):
-        self.server.log({"n": self.server.next_request_no(), "method": "GET", "path": self.path, "status": 404,
+        self.server.log({"n": self._received(), "method": "GET", "path": self.path, "status": 404,
                          "outcome": "no_route"})
         self._not_found()
 
     def do_POST(self):
-        no = self.server.next_request_no()
+        no = self._received()
         started = time.monotonic()
         record: dict = {"n": no, "method": "POST", "path": self.path}
         length = int(self.headers.get("Content-Length") or 0)

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +21,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -176,14 +180,18 @@ class mock_model {
   /// The OpenAI-compatible base URL (origin + "/v1").
   [[nodiscard]] std::string base_url() const { return origin() + "/v1"; }
 
-  /// The log records so far: one per request, plus {"n", "stream_started": scenario} when a stream's first event
-  /// is out.
-  [[nodiscard]] std::vector<json> records() const {
-    std::vector<json> out;
-    std::istringstream in(read_file(log_));
-    for (std::string l; std::getline(in, l);)
-      if (!l.empty()) out.push_back(json::parse(l, nullptr, false));
-    return out;
+  /// The log records: one per request, plus {"n", "stream_started": scenario} when a stream's first event is out.
+  /// The server writes a request's record after its answer is out, so an agent may have read the answer and exited
+  /// before the record exists: this waits (at most 10 s) until every request the server received has its record.
+  /// The "received" lines themselves are not returned.
+  [[nodiscard]] std::vector<json> records() const { return read_log(true); }
+
+  /// The last request's record (null when there is none).
+  [[nodiscard]] json last_request() const {
+    json last;
+    for (auto& r : records())
+      if (r.is_object() && r.contains("method")) last = std::move(r);
+    return last;
   }
 
   /// "<outcome>@turn<n>" of every finished model request of `scenario`, in order.
@@ -195,13 +203,39 @@ class mock_model {
     return out;
   }
 
+  /// Whether a stream of `scenario` has its first event out; asked while the stream runs, so it does not wait.
   [[nodiscard]] bool stream_started(const std::string& scenario) const {
-    for (const auto& r : records())
+    for (const auto& r : read_log(false))
       if (r.is_object() && r.value("stream_started", "") == scenario) return true;
     return false;
   }
 
  private:
+  // `settled`: wait until every received request has its record (or 10 s have passed).
+  [[nodiscard]] std::vector<json> read_log(bool settled) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      std::vector<json> out;
+      std::set<std::int64_t> received, finished;
+      std::istringstream in(read_file(log_));
+      for (std::string l; std::getline(in, l);) {
+        if (l.empty()) continue;
+        json r = json::parse(l, nullptr, false);
+        if (r.is_object() && r.contains("received")) {
+          received.insert(r.value("n", std::int64_t{-1}));
+          continue;
+        }
+        if (r.is_object() && r.contains("method")) finished.insert(r.value("n", std::int64_t{-1}));
+        out.push_back(std::move(r));
+      }
+      if (!settled || std::includes(finished.begin(), finished.end(), received.begin(), received.end()) ||
+          std::chrono::steady_clock::now() >= deadline)
+        return out;
+      // Polling the file the server appends to: once its client is gone the server logs within milliseconds.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
   std::string log_;
   std::string error_;
   int port_ = 0;

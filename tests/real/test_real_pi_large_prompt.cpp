@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 using namespace agenthost;
 using namespace agenthost::test;
@@ -115,13 +114,9 @@ class RealPiLargePrompt : public real_cli_test {
 
   // The user messages of the mock's last request.
   json last_user_digests() const {
-    std::istringstream in(read_file(dir + "/requests.jsonl"));
-    json last;
-    for (std::string l; std::getline(in, l);)
-      if (!l.empty()) last = json::parse(l);
+    const json last = mock->last_request();
     return last.is_object() ? last.value("user_digests", json::array()) : json::array();
   }
-
 };
 
 TEST_F(RealPiLargePrompt, MebibytePromptReachesTheModelIntactThroughStdin) {
