@@ -136,10 +136,28 @@ void mapper_core::status(std::vector<message>& out, std::string_view kind, std::
   out.push_back(message{message_type::status, std::move(extra)});
 }
 
+recent_ids::recent_ids(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+
+bool recent_ids::contains(std::string_view id) const { return index_.find(id) != index_.end(); }
+
+void recent_ids::insert(std::string_view id) {
+  if (contains(id)) return;
+  if (ring_.size() < capacity_) {
+    ring_.emplace_back(id);  // a deque: the strings the index views (short ids live inside them) never move
+    index_.insert(ring_.back());
+    return;
+  }
+  std::string& slot = ring_[oldest_];
+  index_.erase(slot);
+  slot.assign(id);
+  index_.insert(slot);
+  oldest_ = (oldest_ + 1) % capacity_;
+}
+
 void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std::string_view name, json input,
                             bool synthesized) {
   // The table of open calls first: it holds a few entries, the closed ids every call of the run.
-  if (open_tools_.find(id) != open_tools_.end() || closed_ids_.find(id) != closed_ids_.end()) return;
+  if (open_tools_.find(id) != open_tools_.end() || closed_ids_.contains(id)) return;
   open_tools_.emplace(std::string(id), tool_state{std::string(name), {}});
   tool_order_.emplace_back(id);
   if (input.is_null()) input = json::object();
@@ -156,7 +174,7 @@ void mapper_core::tool_update(std::vector<message>& out, std::string_view id, st
                               std::string_view output) {
   auto it = open_tools_.find(id);
   if (it == open_tools_.end()) {
-    if (closed_ids_.find(id) != closed_ids_.end()) return;  // a late update of a closed call
+    if (closed_ids_.contains(id)) return;  // a late update of a closed call
     tool_call(out, id, name, nullptr, true);
     it = open_tools_.find(id);
   }
@@ -173,7 +191,7 @@ void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std
                              bool is_error, json raw) {
   auto it = open_tools_.find(id);
   if (it == open_tools_.end()) {
-    if (closed_ids_.find(id) != closed_ids_.end()) return;  // a repeated result
+    if (closed_ids_.contains(id)) return;  // a repeated result
     tool_call(out, id, name, nullptr, true);                  // a result for a call never announced
     it = open_tools_.find(id);
   }
@@ -185,7 +203,7 @@ void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std
   put(c, "tool_call_id", std::string(id));
   open_tools_.erase(it);
   tool_order_.erase(std::remove(tool_order_.begin(), tool_order_.end(), id), tool_order_.end());
-  closed_ids_.emplace(id);
+  closed_ids_.insert(id);
 }
 
 bool mapper_core::tool_open(std::string_view id) const { return open_tools_.find(id) != open_tools_.end(); }

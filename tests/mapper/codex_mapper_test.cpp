@@ -394,6 +394,46 @@ TEST(CodexMapper, DuplicatedEventsAddNothing) {
   EXPECT_EQ(terminal(out).content.at("text"), "world.");
 }
 
+// The ids of closed calls are remembered for the last kRememberedClosedCalls (1,024) calls, so a long run keeps
+// constant memory: a repeat within that window adds nothing; an id that comes back after more calls is a new call.
+TEST(CodexMapper, ClosedCallsAreRememberedForTheLast1024Calls) {
+  const auto started = [](const std::string& id) {
+    return R"({"type":"item.started","item":{"id":")" + id +
+           R"(","type":"command_execution","command":"true","aggregated_output":"","exit_code":null,"status":"in_progress"}})";
+  };
+  const auto completed = [](const std::string& id) {
+    return R"({"type":"item.completed","item":{"id":")" + id +
+           R"(","type":"command_execution","command":"true","aggregated_output":"x","exit_code":0,"status":"completed"}})";
+  };
+  // Short ids (inside the string object) and long ones (on the heap) alike.
+  const auto id_of = [](int i) { return (i % 2 ? "c" : "call_with_a_long_identifier_") + std::to_string(i); };
+  std::vector<std::string> lines = {kThread, kTurn};
+  constexpr int kCalls = 3000;
+  for (int i = 0; i < kCalls; ++i) {
+    lines.push_back(started(id_of(i)));
+    lines.push_back(completed(id_of(i)));
+    // Repeats of calls closed 1 and 1,023 calls ago: still remembered.
+    lines.push_back(completed(id_of(i)));
+    if (i >= 1023) lines.push_back(started(id_of(i - 1023)));
+  }
+  lines.push_back(kDone);
+  auto out = run_codex(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(of_type(out, message_type::tool_call).size(), std::size_t{kCalls});
+  EXPECT_EQ(of_type(out, message_type::tool_completed).size(), std::size_t{kCalls});
+
+  // 1,024 calls later an id is forgotten: its result now opens and closes a call again.
+  lines.insert(lines.end() - 1, completed(id_of(kCalls - 1024)));  // the oldest still remembered: nothing
+  lines.insert(lines.end() - 1, completed(id_of(kCalls - 1024 - 1)));
+  out = run_codex(lines);
+  const auto calls = of_type(out, message_type::tool_call);
+  ASSERT_EQ(calls.size(), std::size_t{kCalls + 1});
+  EXPECT_EQ(calls.back().content.at("tool_call_id"), id_of(kCalls - 1024 - 1));
+  const auto results = of_type(out, message_type::tool_completed);
+  ASSERT_EQ(results.size(), std::size_t{kCalls + 1});
+  EXPECT_EQ(results.back().content.at("tool_call_id"), id_of(kCalls - 1024 - 1));
+}
+
 TEST(CodexMapper, PartialAgentMessagesEmitOnlyWhatIsNewAndFlagDivergence) {
   const std::vector<std::string> lines = {kThread, kTurn,
                                           agent_message("m", "Hel", "item.started"),

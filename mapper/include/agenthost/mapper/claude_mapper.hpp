@@ -10,7 +10,7 @@
 // scan; other lines, and any line the scan finds unusual, by simdjson On-Demand (one parser and one padded buffer
 // reused for the mapper's lifetime) — the same accepted set and events either way. Only the fields the mapping needs
 // are read, and nlohmann::json is built only for emitted content (tool input/output). Work is O(total input); memory is O(longest line + the current API message's
-// blocks + held thinking + open tool calls + the ids of closed calls), never O(stream bytes).
+// blocks + held thinking + open tool calls + the ids of the last 1,024 closed calls), never O(stream bytes).
 //
 // Claude relays every streamed content block twice — as raw API `stream_event` deltas and then as a full `assistant`
 // frame with the same message id — and the mapper emits each once: the deltas as they come, and from the frame only

@@ -17,7 +17,7 @@
 // lines On-Demand accepts too and yields the same event, leaving anything unusual to On-Demand. Only the fields the
 // mapping needs are read, and nlohmann::json is built only for emitted content (tool parameters, a tool result's raw
 // object). Work is O(total input); memory is O(longest line + the text of the current turn + open tool calls + the
-// ids of closed calls), never O(stream bytes).
+// ids of the last 1,024 closed calls), never O(stream bytes).
 //
 // Validation: a line is an event when it is a single JSON object (nothing but whitespace after it) whose `type` is a
 // string and whose required fields are there with their JSON type (`message`: role and content strings; `tool_use`:

@@ -11,8 +11,8 @@
 // fields the mapping needs are read, the bulky cumulative
 // `message` / `partial` snapshots of pi ≤ 0.83 are skipped whenever the event carries a `delta`, and nlohmann::json
 // is built only for content that is emitted (tool input/output). Work is O(total input); memory is O(longest line +
-// text of the current and previous assistant message + buffered thinking + open tool calls + the ids of closed calls),
-// never O(stream bytes).
+// text of the current and previous assistant message + buffered thinking + open tool calls + the ids of the last
+// 1,024 closed calls), never O(stream bytes).
 //
 // Validation choice: a line is an event when it is a single JSON object (nothing but whitespace after it) whose
 // `type` is a string, and every field the mapper reads has the expected JSON type. simdjson validates the UTF-8 and
