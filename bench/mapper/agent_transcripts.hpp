@@ -226,10 +226,12 @@ inline transcript make_opencode_steps(std::size_t events) {
                                    {"title", commands[k]}, {"time", {{"start", ts - 300}, {"end", ts - 100}}}}},
                         {"id", part_id()}, {"sessionID", session}, {"messageID", mid}}}});
     }
-    event("step_finish", part({{"reason", last ? "stop" : "tool-calls"}, {"type", "step-finish"},
-                               {"tokens", {{"total", 112}, {"input", 100}, {"output", 12}, {"reasoning", 0},
-                                           {"cache", {{"write", 0}, {"read", 0}}}}},
-                               {"cost", 0}}));
+    // opencode's order for a step-finish part: the reason right after the id.
+    event("step_finish", {{"id", part_id()}, {"reason", last ? "stop" : "tool-calls"}, {"messageID", mid},
+                          {"sessionID", session}, {"type", "step-finish"},
+                          {"tokens", {{"total", 112}, {"input", 100}, {"output", 12}, {"reasoning", 0},
+                                      {"cache", {{"write", 0}, {"read", 0}}}}},
+                          {"cost", 0}});
   }
   return t;
 }

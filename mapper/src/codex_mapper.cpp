@@ -213,9 +213,7 @@ class id_set {
   std::unordered_set<std::string, string_hash, std::equal_to<>> others_;
 };
 
-bool starts_with(const char* p, const char* end, std::string_view s) noexcept {
-  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
-}
+using raw::starts_with;
 
 }  // namespace
 

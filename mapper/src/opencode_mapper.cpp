@@ -5,6 +5,7 @@
 #include "mapper_core.hpp"
 #include "ondemand_fields.hpp"
 #include "ondemand_util.hpp"
+#include "raw_scan.hpp"
 #include "text_util.hpp"
 
 #include <nlohmann/json.hpp>
@@ -76,7 +77,11 @@ struct opencode_mapper::impl {
                           .max_invalid_lines = options.max_invalid_lines,
                           .max_invalid_line_bytes = options.max_invalid_line_bytes,
                           .requested_session_id = options.requested_session_id,
-                          .merge_adjacent_text = options.merge_adjacent_text}) {}
+                          .merge_adjacent_text = options.merge_adjacent_text}) {
+    // Selects simdjson's kernel once, so that the fast path's UTF-8 check calls it directly.
+    [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
+    utf8 = simdjson::get_active_implementation();
+  }
 
   opencode_mapper_options options;
   mapper_core core;
@@ -85,6 +90,10 @@ struct opencode_mapper::impl {
   padded_line padded;
   string_arena arena;
   oc_event ev;
+
+  // ---- fast path: reused buffers for the unescaped strings -------------------------------------------------------
+  const simdjson::implementation* utf8 = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
+  std::string fast_session, fast_part_session, fast_part_id, fast_message_id, fast_text, fast_reason;
 
   // ---- run state --------------------------------------------------------------------------------------------------
   bool finished = false;        // a final step_finish or an error since the last step_start
@@ -170,8 +179,100 @@ struct opencode_mapper::impl {
     });
   }
 
+  // Fast path for the part lines that make up most of a run, exactly as opencode 1.18 prints them (its field order):
+  //   {"type":"step_start","timestamp":N,"sessionID":"…","part":{"id":"…","messageID":"…","sessionID":"…",
+  //    "type":"step-start"}}
+  //   {"type":"text"|"reasoning","timestamp":N,"sessionID":"…","part":{"id":"…","messageID":"…","sessionID":"…",
+  //    "type":"text"|"reasoning","text":"…","time":{"start":N,"end":N}}}
+  //   {"type":"step_finish","timestamp":N,"sessionID":"…","part":{"id":"…","reason":"…","messageID":"…",
+  //    "sessionID":"…","type":"step-finish","tokens":{"total":N,"input":N,"output":N,"reasoning":N,
+  //    "cache":{"write":N,"read":N}},"cost":N}}
+  // Every string is checked (closed, no raw control character, valid escapes) and unescaped in one pass, every number
+  // is a canonical integer, the UTF-8 of the whole line is validated and nothing but whitespace may follow: no stage
+  // 1, no second copy. Anything else (another order, an escaped key, a fractional cost, an empty session id, more
+  // fields…) returns false and the line takes the On-Demand path, which accepts a superset of these lines and yields
+  // the same event for them (tests: OpencodeMapper.FastPathAndOnDemandPathAgree).
+  bool parse_fast(std::string_view line) {
+    const char* p = line.data();
+    const char* const end = p + line.size();
+    const auto literal = [&](std::string_view s) {
+      if (!raw::starts_with(p, end, s)) return false;
+      p += s.size();
+      return true;
+    };
+    const auto string = [&](std::string& out) {
+      if (p == end || *p != '"') return false;
+      out.clear();
+      p = scan_unescape_append(p, end, out);
+      return p != nullptr;
+    };
+    // An integer read_int() takes (within ±9·10^15).
+    const auto integer = [&](long long& out) {
+      std::int64_t v = 0;
+      const char* q = raw::parse_small_int(p, end, v);
+      if (q == nullptr || v < -9'000'000'000'000'000 || v > 9'000'000'000'000'000) return false;
+      out = v;
+      p = q;
+      return true;
+    };
+    long long ignored = 0;
+    if (!literal(R"({"type":")")) return false;
+    event_kind kind = event_kind::unknown;
+    if (literal(R"(text",)")) kind = event_kind::text;
+    else if (literal(R"(reasoning",)")) kind = event_kind::reasoning;
+    else if (literal(R"(step_start",)")) kind = event_kind::step_start;
+    else if (literal(R"(step_finish",)")) kind = event_kind::step_finish;
+    else return false;
+    // The event's session id wins over the part's; an empty one would let the part's count: On-Demand decides.
+    if (!literal(R"("timestamp":)") || !integer(ignored) || !literal(R"(,"sessionID":)") || !string(fast_session) ||
+        fast_session.empty() || !literal(R"(,"part":{"id":)") || !string(fast_part_id))
+      return false;
+    if (kind == event_kind::step_finish && (!literal(R"(,"reason":)") || !string(fast_reason))) return false;
+    if (!literal(R"(,"messageID":)") || !string(fast_message_id) || !literal(R"(,"sessionID":)") ||
+        !string(fast_part_session) || !literal(R"(,"type":")"))
+      return false;
+    oc_event e;
+    switch (kind) {
+      case event_kind::step_start:
+        if (!literal(R"(step-start"})")) return false;
+        break;
+      case event_kind::text:
+      case event_kind::reasoning:
+        if (!literal(kind == event_kind::text ? std::string_view(R"(text",)") : std::string_view(R"(reasoning",)")) ||
+            !literal(R"("text":)") || !string(fast_text) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
+            !literal(R"(,"end":)") || !integer(ignored) || !literal("}}"))
+          return false;
+        e.text = fast_text;
+        e.has_text = true;
+        break;
+      default: {  // step_finish
+        long long cost = 0;
+        if (!literal(R"(step-finish","tokens":{"total":)") || !integer(ignored) || !literal(R"(,"input":)") ||
+            !integer(e.input_tokens) || !literal(R"(,"output":)") || !integer(e.output_tokens) ||
+            !literal(R"(,"reasoning":)") || !integer(e.reasoning_tokens) || !literal(R"(,"cache":{"write":)") ||
+            !integer(e.cache_write) || !literal(R"(,"read":)") || !integer(e.cache_read) ||
+            !literal(R"(}},"cost":)") || !integer(cost) || !literal("}"))
+          return false;
+        e.has_tokens = true;
+        e.cost = static_cast<double>(cost);
+        e.reason = fast_reason;
+        break;
+      }
+    }
+    if (!literal("}") || raw::skip_ws(p, end) != end) return false;
+    if (!utf8->validate_utf8(line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
+    e.kind = kind;
+    e.has_type = e.has_part = true;
+    e.session_id = fast_session;
+    e.part_id = fast_part_id;
+    e.message_id = fast_message_id;
+    ev = std::move(e);
+    return true;
+  }
+
   // Fills `ev`; an error means the line is invalid.
   error_code parse(std::string_view line) {
+    if (parse_fast(line)) return simdjson::SUCCESS;
     ev = oc_event{};
     if (!arena.empty()) arena.clear();
     od::document doc;

@@ -300,6 +300,11 @@ inline const char* validate_value(const char* p, const char* end, int depth) noe
   }
 }
 
+/// Whether [p, end) starts with the bytes of `s`.
+inline bool starts_with(const char* p, const char* end, std::string_view s) noexcept {
+  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
+}
+
 /// A canonical JSON integer at `p` ("0" or an optional '-' then 1–18 digits without a leading zero; not "-0"),
 /// followed by a delimiter: returns the position after it, or nullptr (anything else).
 inline const char* parse_small_int(const char* p, const char* end, std::int64_t& out) noexcept {

@@ -254,6 +254,95 @@ TEST(OpencodeMapper, InvalidLinesAreReportedAndNeverStopTheStream) {
   EXPECT_LE(terminal(bounded).content.at("invalid_output_lines")[0].get<std::string>().size(), 8u + 3u);
 }
 
+// Lines in opencode's own field order take the mapper's byte-scan fast path; the same lines with their keys sorted
+// (nlohmann's dump) take the On-Demand path. Both must give the same messages.
+std::string fast_part(const std::string& type, const std::string& part_type, const std::string& id,
+                      const std::string& rest) {
+  return R"({"type":")" + type + R"(","timestamp":1796011996414,"sessionID":"ses_1","part":{"id":")" + id +
+         R"(",)" + (type == "step_finish" ? R"("reason":"stop",)" : "") +
+         R"("messageID":"msg_1","sessionID":"ses_1","type":")" + part_type + "\"" + rest + "}}";
+}
+std::string fast_text_line(const std::string& type, const std::string& id, const std::string& escaped_text) {
+  return fast_part(type, type, id, R"(,"text":")" + escaped_text + R"(","time":{"start":1796011996349,"end":1796011996393})");
+}
+const std::string kFastStart = fast_part("step_start", "step-start", "p0", "");
+const std::string kFastFinish = fast_part(
+    "step_finish", "step-finish", "p9",
+    R"(,"tokens":{"total":112,"input":100,"output":12,"reasoning":3,"cache":{"write":1,"read":2}},"cost":0)");
+
+TEST(OpencodeMapper, FastPathAndOnDemandPathAgree) {
+  std::vector<std::vector<std::string>> runs;
+  for (const std::string name : {"tool", "answer", "answer-thinking", "cut-retry", "flaky", "http429", "long-tool"})
+    runs.push_back(read_lines(oc_fixture(name)));
+  // Escapes, non-ASCII text (raw and escaped, a surrogate pair), negative and large counts.
+  runs.push_back({kFastStart,
+                  fast_text_line("reasoning", "p1", R"(Think \"twice\"\n\tthen caf\u00e9 \ud83c\udf0d.)"),
+                  fast_text_line("text", "p2", "你好, café 🌍 \\\\ \\/ \\b\\f\\r"),
+                  fast_text_line("text", "p3", ""),
+                  fast_part("step_finish", "step-finish", "p9",
+                            R"(,"tokens":{"total":-1,"input":9000000000000000,"output":-12,"reasoning":0,)"
+                            R"("cache":{"write":0,"read":0}},"cost":7)")});
+  std::size_t fast_shaped = 0;
+  for (const auto& lines : runs) {
+    std::vector<std::string> reordered;
+    for (const auto& l : lines) {
+      reordered.push_back(json::parse(l).dump());
+      for (const char* head : {R"({"type":"step_)", R"({"type":"text")", R"({"type":"reasoning")"})
+        if (l.rfind(head, 0) == 0) {
+          ++fast_shaped;
+          EXPECT_NE(reordered.back(), l);
+        }
+    }
+    for (const auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
+      const auto fast = run_oc(lines, {.thinking = mode}, exit0);
+      EXPECT_EQ(to_jsonl(fast), to_jsonl(run_oc(reordered, {.thinking = mode}, exit0)));
+      EXPECT_EQ(terminal(fast).content.value("invalid_output_line_count", 0), 0) << to_jsonl(fast);
+    }
+  }
+  EXPECT_GE(fast_shaped, 30u);  // the fixtures and the generated run hold 32 such lines
+  const auto out = run_oc(runs.back());
+  EXPECT_EQ(texts(out, message_type::assistant_thought), std::vector<std::string>{"Think \"twice\"\n\tthen café 🌍."});
+  EXPECT_EQ(assistant_text(out), "你好, café 🌍 \\ / \b\f\r");
+  EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 9000000000000000);
+}
+
+TEST(OpencodeMapper, FastPathShapedButBrokenLinesAreInvalid) {
+  const std::vector<std::string> bad = {
+      fast_text_line("text", "t", R"(bad \x escape)"),
+      fast_text_line("text", "t", "bad utf8 \xC3\x28"),
+      fast_text_line("text", "t", "ok") + " trailing",
+      fast_text_line("text", "t", "raw \x01 control"),
+      R"({"type":"text","timestamp":1,"sessionID":"ses_1","part":{"id":"t","messageID":"m","sessionID":"ses_1","type":"text","text":"not closed}})",
+      fast_part("step_finish", "step-finish", "f",
+                R"(,"tokens":{"total":1,"input":1.5,"output":0,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0)"),
+      fast_part("step_finish", "step-finish", "f",
+                R"(,"tokens":{"total":1,"input":90000000000000000,"output":0,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0)"),
+  };
+  for (const auto& b : bad) {
+    const auto out = run_oc({kFastStart, b, fast_text_line("text", "t9", "fine"), kFastFinish});
+    expect_valid_run(out);
+    EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 1) << b;
+    EXPECT_EQ(assistant_text(out), "fine") << b;
+  }
+  // Accepted through On-Demand: a fractional cost, an escaped key, an empty event session id (the part's counts),
+  // whitespace after the object.
+  const std::vector<std::pair<std::string, std::string>> good = {
+      {fast_part("step_finish", "step-finish", "f",
+                 R"(,"tokens":{"total":1,"input":4,"output":0,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.25)"),
+       ""},
+      {R"({"type":"text","timestamp":1,"sessionID":"ses_1","part":{"id":"t","messageID":"m","sessionID":"ses_1","type":"text","t\u0065xt":"esc","time":{"start":1,"end":2}}})",
+       "esc"},
+      {R"({"type":"text","timestamp":1,"sessionID":"","part":{"id":"t","messageID":"m","sessionID":"ses_1","type":"text","text":"empty","time":{"start":1,"end":2}}}  )",
+       "empty"},
+  };
+  for (const auto& [g, text] : good) {
+    const auto out = run_oc({kFastStart, g, kFastFinish});
+    expect_valid_run(out);
+    EXPECT_EQ(terminal(out).content.value("invalid_output_line_count", 0), 0) << g << "\n" << to_jsonl(out);
+    EXPECT_EQ(assistant_text(out), text) << g;
+  }
+}
+
 TEST(OpencodeMapper, DuplicatedEventsAddNothing) {
   const std::vector<std::string> lines = {kStart, text_line("t1", "Once."), text_line("t1", "Once."),
                                           finish_line("f1", "stop", 10, 2), finish_line("f1", "stop", 10, 2)};
