@@ -183,6 +183,73 @@ const char* scan_unescape_append(const char* p, const char* end, std::string& ou
   }
 }
 
+const char* raw_to_json(const char* p, const char* end, nlohmann::json& out, int depth) {
+  if (p == end || depth >= kMaxConvertDepth) return nullptr;
+  const auto literal = [&](std::string_view word) -> const char* {
+    if (!raw::starts_with(p, end, word)) return nullptr;
+    const char* q = p + word.size();
+    return q == end || raw::is_delimiter(*q) ? q : nullptr;
+  };
+  switch (*p) {
+    case '{': {
+      out = nlohmann::json::object();
+      ++p;
+      if (p != end && *p == '}') return p + 1;
+      for (;;) {
+        if (p == end || *p != '"') return nullptr;
+        const char* key_end = nullptr;
+        bool escaped = false;
+        const char* const key_begin = p + 1;
+        p = raw::scan_string(p, end, key_end, escaped);
+        if (p == nullptr || escaped || p == end || *p != ':') return nullptr;
+        nlohmann::json child;
+        p = raw_to_json(p + 1, end, child, depth + 1);
+        if (p == nullptr) return nullptr;
+        // As to_json(): a repeated key keeps its last value.
+        out[std::string(key_begin, static_cast<std::size_t>(key_end - key_begin))] = std::move(child);
+        if (p == end) return nullptr;
+        if (*p == '}') return p + 1;
+        if (*p++ != ',') return nullptr;
+      }
+    }
+    case '[': {
+      out = nlohmann::json::array();
+      ++p;
+      if (p != end && *p == ']') return p + 1;
+      for (;;) {
+        nlohmann::json child;
+        p = raw_to_json(p, end, child, depth + 1);
+        if (p == nullptr) return nullptr;
+        out.push_back(std::move(child));
+        if (p == end) return nullptr;
+        if (*p == ']') return p + 1;
+        if (*p++ != ',') return nullptr;
+      }
+    }
+    case '"': {
+      std::string s;
+      p = scan_unescape_append(p, end, s);
+      if (p != nullptr) out = std::move(s);
+      return p;
+    }
+    case 't':
+      out = true;
+      return literal("true");
+    case 'f':
+      out = false;
+      return literal("false");
+    case 'n':
+      out = nullptr;
+      return literal("null");
+    default: {
+      std::int64_t v = 0;
+      p = raw::parse_small_int(p, end, v);  // a fraction or an exponent: nullptr
+      out = v;
+      return p;
+    }
+  }
+}
+
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept {
   // Most strings have no escape sequence: return a view of the input bytes (validated UTF-8, no control
   // characters: simdjson's first stage checked the whole line) instead of copying them.

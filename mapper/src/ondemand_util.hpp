@@ -71,6 +71,13 @@ bool lenient_unescape_append(std::string_view body, std::string& out);
 /// nullptr (not closed, a raw control character, a malformed escape; `out` then holds a partial result).
 const char* scan_unescape_append(const char* p, const char* end, std::string& out);
 
+/// The compact JSON value at `p` (unpadded, [p, end)) converted to nlohmann::json exactly as to_json() converts it
+/// — for the values this accepts: no whitespace, keys without escapes, strings as scan_unescape_append takes them,
+/// canonical integers below 10^18, true/false/null, nesting below kMaxConvertDepth. Returns the position after the
+/// value, or nullptr for anything else (a fraction, an exponent, …): the caller then lets On-Demand decide. UTF-8 is
+/// not checked here (the caller validates the whole line).
+const char* raw_to_json(const char* p, const char* end, nlohmann::json& out, int depth = 0);
+
 /// Read a string value; falls back to lenient_unescape when simdjson rejects an escape sequence.
 simdjson::error_code get_string(od::value& v, std::string_view& out, string_arena& arena) noexcept;
 

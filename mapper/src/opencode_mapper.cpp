@@ -94,6 +94,7 @@ struct opencode_mapper::impl {
   // ---- fast path: reused buffers for the unescaped strings -------------------------------------------------------
   const simdjson::implementation* utf8 = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
   std::string fast_session, fast_part_session, fast_part_id, fast_message_id, fast_text, fast_reason;
+  std::string fast_tool, fast_call, fast_status, fast_title;
 
   // ---- run state --------------------------------------------------------------------------------------------------
   bool finished = false;        // a final step_finish or an error since the last step_start
@@ -187,6 +188,9 @@ struct opencode_mapper::impl {
   //   {"type":"step_finish","timestamp":N,"sessionID":"…","part":{"id":"…","reason":"…","messageID":"…",
   //    "sessionID":"…","type":"step-finish","tokens":{"total":N,"input":N,"output":N,"reasoning":N,
   //    "cache":{"write":N,"read":N}},"cost":N}}
+  //   {"type":"tool_use","timestamp":N,"sessionID":"…","part":{"type":"tool","tool":"…","callID":"…",
+  //    "state":{"status":"…","input":V,"output":"…","metadata":V,"title":"…","time":{"start":N,"end":N}},
+  //    "id":"…","sessionID":"…","messageID":"…"}}            (V: what raw_to_json converts)
   // Every string is checked (closed, no raw control character, valid escapes) and unescaped in one pass, every number
   // is a canonical integer, the UTF-8 of the whole line is validated and nothing but whitespace may follow: no stage
   // 1, no second copy. Anything else (another order, an escaped key, a fractional cost, an empty session id, more
@@ -222,16 +226,36 @@ struct opencode_mapper::impl {
     else if (literal(R"(reasoning",)")) kind = event_kind::reasoning;
     else if (literal(R"(step_start",)")) kind = event_kind::step_start;
     else if (literal(R"(step_finish",)")) kind = event_kind::step_finish;
+    else if (literal(R"(tool_use",)")) kind = event_kind::tool_use;
     else return false;
     // The event's session id wins over the part's; an empty one would let the part's count: On-Demand decides.
     if (!literal(R"("timestamp":)") || !integer(ignored) || !literal(R"(,"sessionID":)") || !string(fast_session) ||
-        fast_session.empty() || !literal(R"(,"part":{"id":)") || !string(fast_part_id))
+        fast_session.empty() || !literal(R"(,"part":{)"))
       return false;
+    oc_event e;
+    if (kind == event_kind::tool_use) {
+      if (!literal(R"("type":"tool","tool":)") || !string(fast_tool) || !literal(R"(,"callID":)") ||
+          !string(fast_call) || !literal(R"(,"state":{"status":)") || !string(fast_status) ||
+          !literal(R"(,"input":)") || (p = raw_to_json(p, end, e.input)) == nullptr || !literal(R"(,"output":)") ||
+          !string(fast_text) || !literal(R"(,"metadata":)") || (p = raw_to_json(p, end, e.metadata)) == nullptr ||
+          !literal(R"(,"title":)") || !string(fast_title) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
+          !literal(R"(,"end":)") || !integer(ignored) || !literal(R"(}},"id":)") || !string(fast_part_id) ||
+          !literal(R"(,"sessionID":)") || !string(fast_part_session) || !literal(R"(,"messageID":)") ||
+          !string(fast_message_id) || !literal("}"))
+        return false;
+      if (fast_call.empty() && fast_part_id.empty()) return false;  // invalid: On-Demand says so
+      e.tool = fast_tool;
+      e.call_id = fast_call;
+      e.status = fast_status;
+      e.output = fast_text;
+      e.title = fast_title;
+      return accept_fast(line, p, kind, std::move(e));
+    }
+    if (!literal(R"("id":)") || !string(fast_part_id)) return false;
     if (kind == event_kind::step_finish && (!literal(R"(,"reason":)") || !string(fast_reason))) return false;
     if (!literal(R"(,"messageID":)") || !string(fast_message_id) || !literal(R"(,"sessionID":)") ||
         !string(fast_part_session) || !literal(R"(,"type":")"))
       return false;
-    oc_event e;
     switch (kind) {
       case event_kind::step_start:
         if (!literal(R"(step-start"})")) return false;
@@ -259,7 +283,14 @@ struct opencode_mapper::impl {
         break;
       }
     }
-    if (!literal("}") || raw::skip_ws(p, end) != end) return false;
+    return accept_fast(line, p, kind, std::move(e));
+  }
+
+  // The end of a fast-path line at `p` (the part's closing brace read): the event's brace, then only whitespace, and
+  // valid UTF-8 throughout; then `e` (with the fields every part line has) becomes the event.
+  bool accept_fast(std::string_view line, const char* p, event_kind kind, oc_event&& e) {
+    const char* const end = line.data() + line.size();
+    if (p == end || *p != '}' || raw::skip_ws(p + 1, end) != end) return false;
     if (!utf8->validate_utf8(line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
     e.kind = kind;
     e.has_type = e.has_part = true;
@@ -386,14 +417,14 @@ struct opencode_mapper::impl {
     // The model's call id names the call; the part id stands in if opencode ever leaves it out.
     const std::string_view id = ev.call_id.empty() ? ev.part_id : ev.call_id;
     const std::string_view name = ev.tool.empty() ? std::string_view("tool") : ev.tool;
-    core.tool_call(out, id, name, ev.input);
+    core.tool_call(out, id, name, std::move(ev.input));  // ev is refilled by the next line
     // opencode prints a tool part only once it is completed or failed; another status leaves the call open (closed
     // by a later line, or by finish()).
     if (ev.status != "completed" && ev.status != "error") return;
     const bool is_error = ev.status == "error";
     std::string text(is_error ? ev.error_text : ev.output);
     if (is_error && text.empty()) text = "the tool failed";
-    json raw = {{"status", std::string(ev.status)}, {"metadata", ev.metadata}};
+    json raw = {{"status", std::string(ev.status)}, {"metadata", std::move(ev.metadata)}};
     if (!ev.title.empty()) raw["title"] = std::string(ev.title);
     if (is_error && !ev.output.empty()) raw["output"] = std::string(ev.output);
     core.tool_close(out, id, name, std::move(text), is_error, std::move(raw));

@@ -265,6 +265,13 @@ std::string fast_part(const std::string& type, const std::string& part_type, con
 std::string fast_text_line(const std::string& type, const std::string& id, const std::string& escaped_text) {
   return fast_part(type, type, id, R"(,"text":")" + escaped_text + R"(","time":{"start":1796011996349,"end":1796011996393})");
 }
+std::string fast_tool_line(const std::string& call, const std::string& input, const std::string& metadata,
+                           const std::string& status = "completed") {
+  return R"({"type":"tool_use","timestamp":1796011997164,"sessionID":"ses_1","part":{"type":"tool","tool":"bash",)"
+         R"("callID":")" + call + R"(","state":{"status":")" + status + R"(","input":)" + input +
+         R"(,"output":"out\n","metadata":)" + metadata +
+         R"(,"title":"t","time":{"start":1,"end":2}},"id":"prt_)" + call + R"(","sessionID":"ses_1","messageID":"msg_1"}})";
+}
 const std::string kFastStart = fast_part("step_start", "step-start", "p0", "");
 const std::string kFastFinish = fast_part(
     "step_finish", "step-finish", "p9",
@@ -282,12 +289,22 @@ TEST(OpencodeMapper, FastPathAndOnDemandPathAgree) {
                   fast_part("step_finish", "step-finish", "p9",
                             R"(,"tokens":{"total":-1,"input":9000000000000000,"output":-12,"reasoning":0,)"
                             R"("cache":{"write":0,"read":0}},"cost":7)")});
+  // Tool parts: every kind of JSON value in `input` and `metadata`, a repeated key, a non-object input.
+  runs.push_back({kFastStart,
+                  fast_tool_line("c1", R"({"command":"echo \"hi\"\n","n":-42,"big":999999999999999999,"f":false,)"
+                                       R"("t":true,"z":null,"a":[1,[],{},"x\u00e9",[[["deep"]]]],"o":{}})",
+                                 R"({"output":"out\n","exit":0,"truncated":false,"k":1,"k":2})"),
+                  fast_tool_line("c2", R"("just a string")", "null"),
+                  fast_tool_line("c3", "[]", "{}", "running"),
+                  fast_tool_line("c3", "{}", R"({"exit":1})", "error"),
+                  fast_tool_line("", R"({"a":1})", "{}"),
+                  kFastFinish});
   std::size_t fast_shaped = 0;
   for (const auto& lines : runs) {
     std::vector<std::string> reordered;
     for (const auto& l : lines) {
       reordered.push_back(json::parse(l).dump());
-      for (const char* head : {R"({"type":"step_)", R"({"type":"text")", R"({"type":"reasoning")"})
+      for (const char* head : {R"({"type":"step_)", R"({"type":"text")", R"({"type":"reasoning")", R"({"type":"tool_use")"})
         if (l.rfind(head, 0) == 0) {
           ++fast_shaped;
           EXPECT_NE(reordered.back(), l);
@@ -299,8 +316,16 @@ TEST(OpencodeMapper, FastPathAndOnDemandPathAgree) {
       EXPECT_EQ(terminal(fast).content.value("invalid_output_line_count", 0), 0) << to_jsonl(fast);
     }
   }
-  EXPECT_GE(fast_shaped, 30u);  // the fixtures and the generated run hold 32 such lines
-  const auto out = run_oc(runs.back());
+  EXPECT_GE(fast_shaped, 40u);  // the fixtures and the generated runs hold 41 such lines
+  const auto tools = run_oc(runs.back());
+  const auto calls = of_type(tools, message_type::tool_call);
+  ASSERT_EQ(calls.size(), 4u) << to_jsonl(tools);
+  EXPECT_EQ(calls[0].content.at("input").at("a").at(3), "xé");
+  EXPECT_EQ(calls[0].content.at("input").at("big"), 999999999999999999);
+  EXPECT_EQ(calls[1].content.at("input"), json({{"value", "just a string"}}));
+  EXPECT_EQ(of_type(tools, message_type::tool_completed)[0].content.at("raw_output").at("metadata").at("k"), 2);
+  EXPECT_EQ(calls[3].content.at("tool_call_id"), "prt_");  // no call id: the part id names the call
+  const auto out = run_oc(runs[runs.size() - 2]);
   EXPECT_EQ(texts(out, message_type::assistant_thought), std::vector<std::string>{"Think \"twice\"\n\tthen café 🌍."});
   EXPECT_EQ(assistant_text(out), "你好, café 🌍 \\ / \b\f\r");
   EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 9000000000000000);
@@ -317,6 +342,12 @@ TEST(OpencodeMapper, FastPathShapedButBrokenLinesAreInvalid) {
                 R"(,"tokens":{"total":1,"input":1.5,"output":0,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0)"),
       fast_part("step_finish", "step-finish", "f",
                 R"(,"tokens":{"total":1,"input":90000000000000000,"output":0,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0)"),
+      fast_tool_line("c", R"({"command":"bad \x escape"})", "{}"),
+      fast_tool_line("c", R"({"command":"raw )" "\x01" R"( control"})", "{}"),
+      fast_tool_line("c", "{}", R"({"exit":tru})"),
+      fast_tool_line("c", R"({"a":[1,2})", "{}"),
+      fast_tool_line("c", std::string(300, '[') + std::string(300, ']'), "{}"),  // deeper than kMaxConvertDepth
+      fast_tool_line("c", R"({"huge":123456789012345678901234})", "{}"),  // beyond 64 bits: On-Demand rejects it
   };
   for (const auto& b : bad) {
     const auto out = run_oc({kFastStart, b, fast_text_line("text", "t9", "fine"), kFastFinish});
@@ -334,6 +365,7 @@ TEST(OpencodeMapper, FastPathShapedButBrokenLinesAreInvalid) {
        "esc"},
       {R"({"type":"text","timestamp":1,"sessionID":"","part":{"id":"t","messageID":"m","sessionID":"ses_1","type":"text","text":"empty","time":{"start":1,"end":2}}}  )",
        "empty"},
+      {fast_tool_line("c", R"({"x":1.5,"y":1e3,"z":-0.0})", R"({ "spaced" : [ 1 , 2 ] })"), ""},
   };
   for (const auto& [g, text] : good) {
     const auto out = run_oc({kFastStart, g, kFastFinish});
