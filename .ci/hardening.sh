@@ -32,6 +32,7 @@ step() {
 # ---- 1. hardening suites (default compiler) ----------------------------------------------------------------------
 hardening_targets=(agenthost_hardening_tests agenthost_soak_tests agenthost_no_files_tests
                    agenthost_replay_fuzz_line_framer agenthost_replay_fuzz_pi_mapper agenthost_replay_fuzz_pi_events
+                   agenthost_replay_fuzz_agent_mappers
                    agenthost_replay_fuzz_cli_options agenthost_replay_fuzz_message_json
                    agenthost_replay_fuzz_reaper_protocol)
 hardening_tests='^(BadInput|Security|ReaperArguments|NoFiles|Soak)\.|^fuzz_'

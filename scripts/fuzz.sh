@@ -19,7 +19,8 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then echo "usage: scripts/fuzz.sh [--no-build
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json fuzz_reaper_protocol)
+  targets=(fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_agent_mappers fuzz_cli_options fuzz_message_json
+    fuzz_reaper_protocol)
 fi
 dir=${AGENTHOST_FUZZ_BUILD_DIR:-build-fuzz}
 
@@ -32,7 +33,8 @@ if [[ $build -eq 1 ]]; then
 fi
 tests/fuzz/make_seeds.sh "$dir/seeds" > /dev/null
 
-declare -A dict=([fuzz_line_framer]="" [fuzz_pi_mapper]=pi.dict [fuzz_pi_events]="" [fuzz_cli_options]=cli.dict [fuzz_message_json]=message.dict
+declare -A dict=([fuzz_line_framer]="" [fuzz_pi_mapper]=pi.dict [fuzz_pi_events]="" [fuzz_agent_mappers]=agents.dict
+  [fuzz_cli_options]=cli.dict [fuzz_message_json]=message.dict
   [fuzz_reaper_protocol]=reaper.dict)
 crashed=0
 summary=()

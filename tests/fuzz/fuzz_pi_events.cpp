@@ -5,10 +5,10 @@
 // parameters drawn from small sets — three call ids, three content indexes, a handful of texts (multi-byte UTF-8, a
 // lone surrogate escape, whitespace), every stop reason — so that the fuzzer explores the mapper's state machine:
 // orders pi never produces, repeated, missing and interleaved events. Same properties as fuzz_pi_mapper
-// (pi_mapper_checks.hpp).
+// (mapper_checks.hpp).
 //
 // Input layout: [options byte][end byte] then per event [opcode][parameter bytes…] until the input ends (≤ 256 events).
-#include "pi_mapper_checks.hpp"
+#include "mapper_checks.hpp"
 
 #include <array>
 

@@ -2,7 +2,7 @@
 //
 // Input layout: [options byte][end byte][lines separated by '\n']. A line that starts with 0x01 is handed to
 // on_oversize_line() (its rest is the head, its total length is made larger), as the process layer does for a line
-// above max_line_bytes. Properties checked for every input (pi_mapper_checks.hpp):
+// above max_line_bytes. Properties checked for every input (mapper_checks.hpp):
 //   * transport::check_run() holds on the whole output (one terminal, last; tool calls closed; session first; the
 //     field table);
 //   * finish() is idempotent and lines fed after it produce nothing;
@@ -11,7 +11,7 @@
 //   * every message serializes (to_json_line never throws), and parsing that line back and serializing again gives
 //     the same line.
 // AGENTHOST_FUZZ_DUMP=1 prints the input lines and the messages (triage).
-#include "pi_mapper_checks.hpp"
+#include "mapper_checks.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   agenthost::fuzz::byte_reader in(data, size);

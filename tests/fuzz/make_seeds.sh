@@ -7,7 +7,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:?usage: make_seeds.sh OUTDIR}
 fixtures=("$root"/fixtures/pi/*.jsonl "$root"/fixtures/pi/synthetic/*.jsonl)
 
-for t in fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json fuzz_reaper_protocol; do
+for t in fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_agent_mappers fuzz_cli_options fuzz_message_json \
+  fuzz_reaper_protocol; do
   rm -rf "${out:?}/$t"
   mkdir -p "$out/$t"
 done
@@ -56,6 +57,28 @@ hostile | seed fuzz_line_framer hostile-b '\x80\x10\x00\x00' -
 hostile | seed fuzz_pi_mapper hostile '\x00\x00' -
 printf '\x01{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"x"}}\n' |
   seed fuzz_pi_mapper oversize '\x00\x00' -
+
+# The other agents' mappers (fuzz_agent_mappers.cpp: agent byte 0 claude, 1 codex, 2 gemini, 3 opencode): every recorded
+# transcript of each agent whole (buffered / stream thinking, exit 0 / cancelled / exit 1), and windows of 6 lines.
+agent_byte=0
+for dir in claude-code codex gemini opencode; do
+  j=0
+  for f in "$root"/fixtures/$dir/recorded/*.jsonl; do
+    [[ -e $f ]] || continue
+    j=$((j + 1))
+    a=$(printf '\\x%02x' "$agent_byte")
+    seed fuzz_agent_mappers "$dir-$j-buffered" "$a"'\x00\x00' "$f"
+    seed fuzz_agent_mappers "$dir-$j-stream-merged" "$a"'\x03\x04' "$f"
+    seed fuzz_agent_mappers "$dir-$j-exit1" "$a"'\x12\x01' "$f"
+    lines=$(wc -l < "$f")
+    for ((start = 1; start <= lines; start += 6)); do
+      sed -n "${start},$((start + 5))p" "$f" | { head -c 16000; cat >/dev/null; } |
+        seed fuzz_agent_mappers "$dir-$j-w$start" "$a"'\x01\x00' -
+    done
+  done
+  hostile | seed fuzz_agent_mappers "$dir-hostile" "$(printf '\\x%02x' "$agent_byte")"'\x00\x00' -
+  agent_byte=$((agent_byte + 1))
+done
 
 # pi events (opcodes of fuzz_pi_events.cpp): a text turn, and a tool turn; plus one byte per opcode.
 printf '\x00\x00\x00\x00\x01\x04\x06\x08\x00\x09\x00\x03\x0a\x00\x0b\x12\x01\x00\x03\x00\x00\x05\x05\x0a\x02\x02\x03\x00' \

@@ -7,8 +7,8 @@
 #                               are not fixed yet (the targets tolerate them by default). DISABLED until fixed; when a
 #                               fix lands, this test must pass and the tolerance in the target can go.
 set(AGENTHOST_FUZZ_DIR ${PROJECT_SOURCE_DIR}/tests/fuzz)
-set(agenthost_fuzz_targets fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_cli_options fuzz_message_json
-  fuzz_reaper_protocol)
+set(agenthost_fuzz_targets fuzz_line_framer fuzz_pi_mapper fuzz_pi_events fuzz_agent_mappers fuzz_cli_options
+  fuzz_message_json fuzz_reaper_protocol)
 set(agenthost_fuzz_seed_commands "")
 foreach(t IN LISTS agenthost_fuzz_targets)
   set(exe agenthost_replay_${t})

@@ -1,26 +1,37 @@
-// Shared by the pi mapper fuzz targets (fuzz_pi_mapper: raw lines; fuzz_pi_events: generated event sequences): the
-// mapper options and run end taken from two input bytes, the feeding, and every property checked on the output.
+// Shared by the mapper fuzz targets (fuzz_pi_mapper: raw pi lines; fuzz_pi_events: generated pi event sequences;
+// fuzz_agent_mappers: raw lines for the other agents' mappers): the mapper options and run end taken from input
+// bytes, the feeding, and every property checked on the output.
 #pragma once
 
 #include "fuzz_util.hpp"
 
+#include <agenthost/mapper/event_mapper.hpp>
 #include <agenthost/mapper/pi_mapper.hpp>
 #include <agenthost/transport/contract_checker.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace agenthost::fuzz {
 
+using mapper::event_mapper;
 using mapper::pi_mapper;
 using mapper::pi_mapper_options;
 using mapper::run_end;
 using mapper::thinking_mode;
 using transport::message;
+
+/// The options every agent's mapper has that the checks depend on.
+struct invalid_line_limits {
+  std::size_t max_invalid_lines = 20;
+  std::size_t max_invalid_line_bytes = 4096;
+};
 
 inline run_end make_end(std::uint8_t b) {
   switch (b % 9) {
@@ -39,8 +50,8 @@ inline run_end make_end(std::uint8_t b) {
   }
 }
 
-inline void check_output(const std::vector<message>& out, const pi_mapper_options& o, const pi_mapper& mapper,
-                  std::size_t lines_fed) {
+inline void check_output(const std::vector<message>& out, const invalid_line_limits& o, const event_mapper& mapper,
+                         std::size_t lines_fed) {
   auto violations = agenthost::transport::check_run(out);
   if (!violations.empty()) {
     std::string all;
@@ -87,7 +98,8 @@ inline pi_mapper_options make_options(std::uint8_t flags) {
 }
 
 /// Feeds `lines` (a line starting with 0x01 goes to on_oversize_line) to a fresh mapper and finishes with `end`.
-inline std::vector<message> map_lines(pi_mapper& mapper, const run_end& end, const std::vector<std::string_view>& lines) {
+inline std::vector<message> map_lines(event_mapper& mapper, const run_end& end,
+                                      const std::vector<std::string_view>& lines) {
   std::vector<message> out;
   for (const std::string_view l : lines) {
     if (!l.empty() && l[0] == '\x01') {
@@ -111,25 +123,28 @@ inline std::vector<message> without_invalid_line_text(std::vector<message> out) 
   return out;
 }
 
-/// Feeds `lines`, finishes with `end`, checks every property, then the metamorphic one: the same lines with a space
-/// after their opening '{' (the same JSON) map to the same messages. The mapper's fast paths only take lines that
-/// start exactly with `{"type":"…`, so the variant runs every event through the On-Demand path: this compares the
-/// fast paths (and their memoized prefixes) with it.
-inline void map_and_check(const pi_mapper_options& o, const run_end& end, const std::vector<std::string_view>& lines) {
-  pi_mapper mapper(o);
-  std::vector<message> out = map_lines(mapper, end, lines);
+/// Feeds `lines` to a mapper from `make`, finishes with `end`, checks every property, then the metamorphic one: the
+/// same lines with a space after their opening '{' (the same JSON) map to the same messages. The mappers' fast paths
+/// only take lines that start exactly with `{"type":…` (or another key), so the variant runs every event through the
+/// On-Demand path: this compares the fast paths (and their memoized prefixes) with it. `after_finish` is a valid
+/// event of the agent, fed after finish() (it must add nothing).
+inline void map_and_check(const std::function<std::unique_ptr<event_mapper>()>& make, const invalid_line_limits& o,
+                          const run_end& end, const std::vector<std::string_view>& lines,
+                          std::string_view after_finish) {
+  const auto mapper = make();
+  std::vector<message> out = map_lines(*mapper, end, lines);
   if (const char* dump = std::getenv("AGENTHOST_FUZZ_DUMP"); dump != nullptr && dump[0] == '1') {  // triage aid
     for (const auto l : lines) std::fprintf(stderr, "< %s\n", std::string(l).c_str());
     for (const auto& m : out) std::fprintf(stderr, "> %s\n", m.to_json_line().c_str());
   }
-  check_output(out, o, mapper, lines.size());
+  check_output(out, o, *mapper, lines.size());
 
   const std::size_t n = out.size();
-  mapper.finish(end, out);
+  mapper->finish(end, out);
   AGENTHOST_FUZZ_CHECK(out.size() == n, "a second finish() appended messages");
-  mapper.on_line(R"({"type":"agent_start"})", out);
-  mapper.on_line("not json", out);
-  mapper.on_oversize_line("x", 1 << 30, out);
+  mapper->on_line(after_finish, out);
+  mapper->on_line("not json", out);
+  mapper->on_oversize_line("x", 1 << 30, out);
   AGENTHOST_FUZZ_CHECK(out.size() == n, "lines after finish() produced messages");
   out.resize(n);
 
@@ -139,9 +154,9 @@ inline void map_and_check(const pi_mapper_options& o, const run_end& end, const 
     spaced.push_back(!l.empty() && l[0] == '{' ? "{ " + std::string(l.substr(1)) : std::string(l));
   std::vector<std::string_view> spaced_views;
   for (const auto& l : spaced) spaced_views.emplace_back(l);
-  pi_mapper slow(o);
+  const auto slow = make();
   const auto a = without_invalid_line_text(std::move(out));
-  const auto b = without_invalid_line_text(map_lines(slow, end, spaced_views));
+  const auto b = without_invalid_line_text(map_lines(*slow, end, spaced_views));
   if (a != b) {
     std::string diff;
     for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
@@ -152,6 +167,13 @@ inline void map_and_check(const pi_mapper_options& o, const run_end& end, const 
     }
     fail("the same events with a space after '{' map differently (fast path vs On-Demand):" + diff);
   }
+}
+
+/// The pi mapper with `o`.
+inline void map_and_check(const pi_mapper_options& o, const run_end& end, const std::vector<std::string_view>& lines) {
+  map_and_check([&o] { return std::make_unique<pi_mapper>(o); },
+                {.max_invalid_lines = o.max_invalid_lines, .max_invalid_line_bytes = o.max_invalid_line_bytes}, end,
+                lines, R"({"type":"agent_start"})");
 }
 
 }  // namespace agenthost::fuzz
