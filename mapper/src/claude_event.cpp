@@ -180,6 +180,32 @@ const char* event_parser::fast_usage(const char* p, const char* end, x_usage& u)
 // The remaining members of the root object, from just after a value: `,"key":value` … `}`. Reads session_id, uuid and
 // parent_tool_use_id; checks the grammar of every other value. Returns the position after the closing brace.
 const char* event_parser::fast_members(const char* p, const char* end) {
+  // Claude Code writes these three first, in this order, on nearly every line: read them without the generic loop
+  // (the session id is the same bytes line after line). Any other order falls through to the loop.
+  static constexpr std::string_view kSession = R"(,"session_id":")";
+  static constexpr std::string_view kParent = R"(,"parent_tool_use_id":null)";
+  static constexpr std::string_view kUuid = R"(,"uuid":)";
+  if (starts(p, end, kSession)) {
+    const char* body = p + kSession.size();
+    const std::size_t n = last_session_.size();
+    if (n != 0 && static_cast<std::size_t>(end - body) > n && body[n] == '"' &&
+        std::memcmp(body, last_session_.data(), n) == 0) {
+      ev_.session_id = std::string_view(body, n);
+      p = body + n + 1;
+    } else {
+      p = fast_string(body - 1, end, ev_.session_id);
+      if (p == nullptr) return nullptr;
+      last_session_.assign(ev_.session_id);
+    }
+    if (starts(p, end, kParent)) {
+      p += kParent.size();
+      ev_.from_subagent = false;
+      if (starts(p, end, kUuid)) {
+        p = fast_string(p + kUuid.size(), end, ev_.uuid);
+        if (p == nullptr) return nullptr;
+      }
+    }
+  }
   for (;;) {
     if (p == end) return nullptr;
     if (*p == '}') return p + 1;
