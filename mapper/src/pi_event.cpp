@@ -552,8 +552,12 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   scratch_ = buffer_.get();
   cut_ = {};
 
-  const bool resume = !memo_prefix_.empty() && line.size() > memo_prefix_.size() &&
-                      std::memcmp(begin, memo_prefix_.data(), memo_prefix_.size()) == 0;
+  // The memoized prefix starts with kPrefix: a line of another type (tool_execution_update, …) is told apart by that
+  // short compare instead of a call comparing the whole memoized prefix.
+  const bool update = line.size() >= kPrefix.size() && std::memcmp(begin, kPrefix.data(), kPrefix.size()) == 0;
+  const bool resume = update && memo_prefix_.size() >= kPrefix.size() && line.size() > memo_prefix_.size() &&
+                      std::memcmp(begin + kPrefix.size(), memo_prefix_.data() + kPrefix.size(),
+                                  memo_prefix_.size() - kPrefix.size()) == 0;
   const char* p = nullptr;
   if (resume) {
     // Same bytes as the memoized prefix (valid UTF-8 ending before an ASCII quote): validate only the rest.
@@ -562,7 +566,7 @@ bool pi_event_parser::parse_fast(std::string_view line) {
     ev.update = memo_.update;
     ev.content_index = memo_.content_index;
     p = fast_update_members(begin + memo_prefix_.size(), end, "delta", begin, false);
-  } else if (line.size() >= kPrefix.size() && std::memcmp(begin, kPrefix.data(), kPrefix.size()) == 0) {
+  } else if (update) {
     if (!valid_utf8(begin, line.size())) return false;
     p = begin + kPrefix.size();
   } else if (line.size() >= kToolUpdatePrefix.size() &&
