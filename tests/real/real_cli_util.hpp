@@ -279,6 +279,14 @@ class real_cli_test : public ::testing::Test {
   /// The mark every process of the run carries (the CLI, its tools' shells and commands).
   [[nodiscard]] std::string run_mark() const { return mark_var + "=" + mark; }
 
+  /// What record_fixture() replaces so that a recording does not depend on this machine: the work dir, the scratch
+  /// dir (in that order: work is inside it) and the mock's port (in URLs and host:port alike).
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> stable_paths() const {
+    return {{work, "/home/user/project"},
+            {dir, "/home/user"},
+            {"127.0.0.1:" + std::to_string(mock->port()), "127.0.0.1:18765"}};
+  }
+
   static std::string make_dir(std::string pattern) { return ::mkdtemp(pattern.data()); }
 
   asio::io_context io;

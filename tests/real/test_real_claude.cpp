@@ -205,12 +205,9 @@ class RealClaude : public real_cli_test {
     }
     EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
     EXPECT_EQ(r.ec == asio::error::operation_aborted, r.terminal.type == message_type::terminal_cancelled);
-    const std::string port = std::to_string(mock->port());
-    record_fixture("claude-code", (record_as.empty() ? scenario : record_as) + ".jsonl", r.raw.lines,
-                   {{work, "/home/user/project"},
-                    {dir, "/home/user"},
-                    {munged(work), "-home-user-project"},  // the project's key under the config dir
-                    {"127.0.0.1:" + port, "127.0.0.1:18765"}});
+    auto replacements = stable_paths();
+    replacements.emplace_back(munged(work), "-home-user-project");  // the project's key under the config dir
+    record_fixture("claude-code", (record_as.empty() ? scenario : record_as) + ".jsonl", r.raw.lines, replacements);
     std::cout << "[ real claude ] " << scenario << ": " << r.raw.lines.size() << " lines, "
               << r.messages.size() << " messages, " << transport::to_string(r.terminal.type) << " "
               << r.terminal.content.value("reason", "") << " (" << r.raw.status_text() << "), " << r.elapsed.count()

@@ -189,8 +189,8 @@ class RealGemini : public real_cli_test {
     if (r.cancelled) std::cout << ", the stop took " << r.stop_took.count() << " ms";
     std::cout << "\n";
     auto replacements = extra_replacements;
-    replacements.insert(replacements.end(),
-                        {{work, "/home/user/project"}, {dir, "/home/user"}, {mock->origin(), "http://127.0.0.1:18765"}});
+    const auto stable = stable_paths();
+    replacements.insert(replacements.end(), stable.begin(), stable.end());
     record_fixture("gemini", "gemini-" + gemini_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
                    r.raw.lines, replacements);
     return r;

@@ -138,9 +138,7 @@ class RealOpencode : public real_cli_test {
          .version = opencode_version(),
          .scenario = scenario,
          .name = record_as.empty() ? scenario : record_as,
-         .replacements = {{work, "/home/user/project"},
-                          {dir, "/home/user"},
-                          {mock->origin(), "http://127.0.0.1:18765"}}},
+         .replacements = stable_paths()},
         run_mark(),
         [&](std::function<void(std::string_view)> on_agent_line, auto on_message, auto token) {
           o.run.on_agent_line = std::move(on_agent_line);

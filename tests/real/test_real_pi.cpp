@@ -194,9 +194,7 @@ class RealPi : public real_cli_test {
   void record(const std::string& scenario, const result& r) const {
     const std::string version = pi_version_string();
     record_fixture("pi", "pi-" + (version.empty() ? "unknown" : version) + "-" + scenario + ".jsonl", r.pi_lines,
-                   {{work, "/home/user/project"},
-                    {dir, "/home/user"},
-                    {"127.0.0.1:" + std::to_string(mock->port()), "127.0.0.1:18765"}});
+                   stable_paths());
   }
 
   std::vector<std::string> mock_requests_of(const std::string& scenario) const { return mock->requests_of(scenario); }
