@@ -104,10 +104,6 @@ event_parser::event_parser(bool fast_path) : fast_path_(fast_path) {
 
 namespace {
 
-bool starts(const char* p, const char* end, std::string_view s) noexcept {
-  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
-}
-
 // Root keys the On-Demand path reads (besides the ones fast_members handles): a line that has one of them is left to it.
 bool read_by_parse_root(std::string_view k) noexcept {
   static constexpr std::string_view keys[] = {
@@ -136,7 +132,7 @@ const char* event_parser::fast_string(const char* p, const char* end, std::strin
 
 // A string without escapes, or null (absent: `out` unchanged).
 const char* event_parser::fast_opt_string(const char* p, const char* end, std::string_view& out) {
-  if (starts(p, end, "null")) return p + 4;
+  if (raw::starts_with(p, end, "null")) return p + 4;
   return fast_string(p, end, out);
 }
 
@@ -169,7 +165,7 @@ const char* event_parser::fast_usage(const char* p, const char* end, x_usage& u)
                                     : key == "cache_creation_input_tokens" ? &u.cache_write
                                                                            : nullptr;
     if (target == nullptr) return raw::validate_value(v, end, 3);
-    if (starts(v, end, "null")) return v + 4;
+    if (raw::starts_with(v, end, "null")) return v + 4;
     std::int64_t n = 0;
     const char* q = raw::parse_small_int(v, end, n);
     if (q != nullptr) *target = static_cast<double>(n);
@@ -185,7 +181,7 @@ const char* event_parser::fast_members(const char* p, const char* end) {
   static constexpr std::string_view kSession = R"(,"session_id":")";
   static constexpr std::string_view kParent = R"(,"parent_tool_use_id":null)";
   static constexpr std::string_view kUuid = R"(,"uuid":)";
-  if (starts(p, end, kSession)) {
+  if (raw::starts_with(p, end, kSession)) {
     const char* body = p + kSession.size();
     const std::size_t n = last_session_.size();
     if (n != 0 && static_cast<std::size_t>(end - body) > n && body[n] == '"' &&
@@ -197,10 +193,10 @@ const char* event_parser::fast_members(const char* p, const char* end) {
       if (p == nullptr) return nullptr;
       last_session_.assign(ev_.session_id);
     }
-    if (starts(p, end, kParent)) {
+    if (raw::starts_with(p, end, kParent)) {
       p += kParent.size();
       ev_.from_subagent = false;
-      if (starts(p, end, kUuid)) {
+      if (raw::starts_with(p, end, kUuid)) {
         p = fast_string(p + kUuid.size(), end, ev_.uuid);
         if (p == nullptr) return nullptr;
       }
@@ -219,7 +215,7 @@ const char* event_parser::fast_members(const char* p, const char* end) {
     } else if (key == "uuid") {
       p = fast_string(p, end, ev_.uuid);
     } else if (key == "parent_tool_use_id") {
-      if (starts(p, end, "null")) {
+      if (raw::starts_with(p, end, "null")) {
         p += 4;
         ev_.from_subagent = false;
       } else {
@@ -248,26 +244,26 @@ bool event_parser::parse_fast(std::string_view line) {
       R"({"type":"stream_event","event":{"type":"message_start","message":)";
   const char* p = line.data();
   const char* const end = p + line.size();
-  if (starts(p, end, kDelta)) {  // the most frequent line first
+  if (raw::starts_with(p, end, kDelta)) {  // the most frequent line first
     std::int64_t index = 0;
     p = raw::parse_small_int(p + kDelta.size(), end, index);
     static constexpr std::string_view kDeltaType = R"(,"delta":{"type":")";
-    if (p == nullptr || !starts(p, end, kDeltaType)) return false;
+    if (p == nullptr || !raw::starts_with(p, end, kDeltaType)) return false;
     p += kDeltaType.size();
     static constexpr std::string_view kText = R"(text_delta","text":)";
     static constexpr std::string_view kThinking = R"(thinking_delta","thinking":)";
     static constexpr std::string_view kInput = R"(input_json_delta","partial_json":)";
     static constexpr std::string_view kSignature = R"(signature_delta","signature":)";
-    if (starts(p, end, kText)) {
+    if (raw::starts_with(p, end, kText)) {
       ev_.delta = delta_kind::text;
       p += kText.size();
-    } else if (starts(p, end, kThinking)) {
+    } else if (raw::starts_with(p, end, kThinking)) {
       ev_.delta = delta_kind::thinking;
       p += kThinking.size();
-    } else if (starts(p, end, kInput)) {
+    } else if (raw::starts_with(p, end, kInput)) {
       ev_.delta = delta_kind::input_json;
       p += kInput.size();
-    } else if (starts(p, end, kSignature)) {
+    } else if (raw::starts_with(p, end, kSignature)) {
       ev_.delta = delta_kind::signature;  // read (and checked) like a text, not used
       p += kSignature.size();
     } else {
@@ -290,17 +286,17 @@ bool event_parser::parse_fast(std::string_view line) {
     }
     if (ev_.delta == delta_kind::signature) ev_.delta_text = {};  // as On-Demand, which does not read it
     p = q;
-    if (!starts(p, end, "}}")) return false;
+    if (!raw::starts_with(p, end, "}}")) return false;
     p = fast_members(p + 2, end);
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::content_block_delta;
     ev_.index = static_cast<double>(index);
-  } else if (starts(p, end, kBlockStart)) {
+  } else if (raw::starts_with(p, end, kBlockStart)) {
     ev_.cold_dirty = true;  // sets fields reset() only clears after such lines
     std::int64_t index = 0;
     p = raw::parse_small_int(p + kBlockStart.size(), end, index);
     static constexpr std::string_view kBlock = R"(,"content_block":)";
-    if (p == nullptr || !starts(p, end, kBlock)) return false;
+    if (p == nullptr || !raw::starts_with(p, end, kBlock)) return false;
     x_block& b = ev_.content_block;
     p = fast_object(p + kBlock.size(), end, [&](std::string_view key, const char* v) -> const char* {
       if (key == "type") {
@@ -313,7 +309,7 @@ bool event_parser::parse_fast(std::string_view line) {
       if (key == "id" || key == "tool_use_id") return fast_opt_string(v, end, b.id);
       if (key == "name") return fast_opt_string(v, end, b.name);
       if (key == "input" || key == "content") {
-        if (!starts(v, end, "{}")) return nullptr;  // only the empty input a tool_use starts with
+        if (!raw::starts_with(v, end, "{}")) return nullptr;  // only the empty input a tool_use starts with
         b.input = nlohmann::json::object();
         b.has_input = true;
         return v + 2;
@@ -326,7 +322,7 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::content_block_start;
     ev_.index = static_cast<double>(index);
-  } else if (starts(p, end, kMessageDelta)) {
+  } else if (raw::starts_with(p, end, kMessageDelta)) {
     ev_.cold_dirty = true;
     p = fast_object(p + kMessageDelta.size(), end, [&](std::string_view key, const char* v) -> const char* {
       if (key == "stop_reason") return fast_opt_string(v, end, ev_.stop_reason);
@@ -334,13 +330,13 @@ bool event_parser::parse_fast(std::string_view line) {
       return raw::validate_value(v, end, 3);
     });
     static constexpr std::string_view kUsage = R"(,"usage":)";
-    if (p == nullptr || !starts(p, end, kUsage)) return false;
+    if (p == nullptr || !raw::starts_with(p, end, kUsage)) return false;
     p = fast_usage(p + kUsage.size(), end, ev_.usage);
     if (p == nullptr || p == end || *p != '}') return false;
     p = fast_members(p + 1, end);
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::message_delta;
-  } else if (starts(p, end, kMessageStart)) {
+  } else if (raw::starts_with(p, end, kMessageStart)) {
     ev_.cold_dirty = true;
     p = fast_object(p + kMessageStart.size(), end, [&](std::string_view key, const char* v) -> const char* {
       if (key == "id") return fast_opt_string(v, end, ev_.api_message_id);
@@ -352,7 +348,7 @@ bool event_parser::parse_fast(std::string_view line) {
     p = fast_members(p + 1, end);
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::message_start;
-  } else if (starts(p, end, kBlockStop)) {
+  } else if (raw::starts_with(p, end, kBlockStop)) {
     std::int64_t index = 0;
     p = raw::parse_small_int(p + kBlockStop.size(), end, index);
     if (p == nullptr || p == end || *p != '}') return false;
@@ -360,12 +356,12 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::content_block_stop;
     ev_.index = static_cast<double>(index);
-  } else if (starts(p, end, kMessageStop)) {
+  } else if (raw::starts_with(p, end, kMessageStop)) {
     // An `abandoned_blocks` member makes fast_members give up: such a line goes to On-Demand.
     p = fast_members(p + kMessageStop.size(), end);
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::message_stop;
-  } else if (starts(p, end, kSystem)) {
+  } else if (raw::starts_with(p, end, kSystem)) {
     std::string_view subtype;
     p = fast_string(p + kSystem.size(), end, subtype);
     if (p == nullptr || subtype == "init" || subtype == "api_retry") return false;  // lines with fields to read

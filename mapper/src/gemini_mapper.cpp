@@ -125,18 +125,18 @@ class g_parser {
     const char* body_end = nullptr;
     bool escaped = false;
     if (p >= end || *p != '"' || (p = detail::raw::scan_string(p, end, body_end, escaped)) == nullptr) return false;
-    if (!match(p, end, kRole) || p >= end || *p != '"') return false;
+    if (!detail::raw::consume(p, end, kRole) || p >= end || *p != '"') return false;
     const char* role_begin = p + 1;
     if ((p = detail::raw::scan_string(p, end, body_end, escaped)) == nullptr || escaped) return false;
     const std::string_view role(role_begin, static_cast<std::size_t>(body_end - role_begin));
-    if (!match(p, end, kContent) || p >= end || *p != '"') return false;
+    if (!detail::raw::consume(p, end, kContent) || p >= end || *p != '"') return false;
     const char* content_begin = p + 1;
     if ((p = detail::raw::scan_string(p, end, body_end, escaped)) == nullptr) return false;
     std::string_view content(content_begin, static_cast<std::size_t>(body_end - content_begin));
     bool delta = false;
-    if (match(p, end, kDeltaTrue)) {
+    if (detail::raw::consume(p, end, kDeltaTrue)) {
       delta = true;
-    } else if (!match(p, end, kDeltaFalse) && !match(p, end, "}")) {
+    } else if (!detail::raw::consume(p, end, kDeltaFalse) && !detail::raw::consume(p, end, "}")) {
       return false;
     }
     if (detail::raw::skip_ws(p, end) != end) return false;
@@ -157,12 +157,6 @@ class g_parser {
     return true;
   }
 
-  static bool match(const char*& p, const char* end, std::string_view literal) noexcept {
-    if (static_cast<std::size_t>(end - p) < literal.size() || std::memcmp(p, literal.data(), literal.size()) != 0)
-      return false;
-    p += literal.size();
-    return true;
-  }
 
   // ---- On-Demand path ----------------------------------------------------------------------------------------------
 

@@ -88,7 +88,6 @@ class recent_ids {
   [[nodiscard]] bool contains(std::string_view id) const;
   /// Inserts `id` unless it is present.
   void insert(std::string_view id);
-  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
 
  private:
   std::size_t capacity_;

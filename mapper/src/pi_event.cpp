@@ -554,7 +554,7 @@ bool pi_event_parser::parse_fast(std::string_view line) {
 
   // The memoized prefix starts with kPrefix: a line of another type (tool_execution_update, …) is told apart by that
   // short compare instead of a call comparing the whole memoized prefix.
-  const bool update = line.size() >= kPrefix.size() && std::memcmp(begin, kPrefix.data(), kPrefix.size()) == 0;
+  const bool update = raw::starts_with(begin, end, kPrefix);
   const bool resume = update && memo_prefix_.size() >= kPrefix.size() && line.size() > memo_prefix_.size() &&
                       std::memcmp(begin + kPrefix.size(), memo_prefix_.data() + kPrefix.size(),
                                   memo_prefix_.size() - kPrefix.size()) == 0;
@@ -569,8 +569,7 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   } else if (update) {
     if (!valid_utf8(begin, line.size())) return false;
     p = begin + kPrefix.size();
-  } else if (line.size() >= kToolUpdatePrefix.size() &&
-             std::memcmp(begin, kToolUpdatePrefix.data(), kToolUpdatePrefix.size()) == 0) {
+  } else if (raw::starts_with(begin, end, kToolUpdatePrefix)) {
     return parse_fast_tool_update(line);
   } else {
     return parse_fast_ignored(line);

@@ -305,6 +305,13 @@ inline bool starts_with(const char* p, const char* end, std::string_view s) noex
   return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
 }
 
+/// starts_with, and then `p` moves past `s`.
+inline bool consume(const char*& p, const char* end, std::string_view s) noexcept {
+  if (!starts_with(p, end, s)) return false;
+  p += s.size();
+  return true;
+}
+
 /// A canonical JSON integer at `p` ("0" or an optional '-' then 1–18 digits without a leading zero; not "-0"),
 /// followed by a delimiter: returns the position after it, or nullptr (anything else).
 inline const char* parse_small_int(const char* p, const char* end, std::int64_t& out) noexcept {
