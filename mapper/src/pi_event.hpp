@@ -54,6 +54,10 @@ enum class update_kind : std::uint8_t {
 
 enum class block_kind : std::uint8_t { other, text, thinking, tool_call };
 
+/// A line's `type` / an update's `assistantMessageEvent.type` (unknown for anything else).
+event_kind classify_event(std::string_view type) noexcept;
+update_kind classify_update(std::string_view type) noexcept;
+
 /// One content block of a message.
 struct x_block {
   block_kind kind = block_kind::other;

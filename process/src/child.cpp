@@ -4,12 +4,10 @@
 
 #include "detail/reaper_protocol.hpp"
 #include "detail/unique_fd.hpp"
-#include "linux/exec_limits.hpp"
+#include "linux/launch.hpp"
 #include "linux/pipe_size.hpp"
 #include "linux/proc_tree.hpp"
-#include "linux/reaper_server.hpp"
 #include "posix/read_poller.hpp"
-#include "posix/spawn.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -21,29 +19,22 @@
 #include <boost/asio/write.hpp>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <deque>
 #include <list>
 #include <unordered_map>
-#include <random>
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 
 namespace agenthost::process {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
+using detail::poll_readable;
+using detail::try_reap;
 using detail::unique_fd;
 
 namespace {
@@ -77,37 +68,6 @@ void dispatch_completion(handler_t<Sig> h, const Executor& fallback, Args... arg
   asio::get_associated_cancellation_slot(h).clear();
   auto ex = asio::get_associated_executor(h, fallback);
   asio::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable { std::move(h)(std::move(args)...); });
-}
-
-// waitid(P_PIDFD, WNOHANG): the status, or nullopt while the process runs. ECHILD (someone else reaped it: a host
-// that ignores SIGCHLD, or calls waitpid(-1)) gives unknown_status.
-std::optional<exit_status> try_reap(int pidfd) {
-  if (pidfd < 0) return exit_status{unknown_status{}};
-  siginfo_t info{};
-  for (;;) {
-    if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG) == 0) break;
-    if (errno == EINTR) continue;
-    return exit_status{unknown_status{}};
-  }
-  if (info.si_pid == 0) return std::nullopt;
-  switch (info.si_code) {
-    case CLD_EXITED: return exit_status{exited{info.si_status}};
-    case CLD_KILLED: return exit_status{signaled{info.si_status, false}};
-    case CLD_DUMPED: return exit_status{signaled{info.si_status, true}};
-    default: return exit_status{unknown_status{}};
-  }
-}
-
-bool poll_readable(int fd, std::chrono::milliseconds timeout) {
-  pollfd p{fd, POLLIN, 0};
-  const auto deadline = clock_type::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-    const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return false;
-  }
 }
 
 }  // namespace
@@ -746,272 +706,35 @@ struct child::impl : std::enable_shared_from_this<impl> {
 
 // ---- spawning ----------------------------------------------------------------------------------------------------
 
-namespace {
-
-spawn_error os_error(const std::string& what, int err) {
-  return {make_error_code(errc::spawn_failed), what + ": " + std::strerror(err)};
-}
-
-struct reaper_started {
-  int agent_pid = -1;
-  int reaper_pid = -1;  // only from a reaper forked by the spawn server
-  unique_fd reaper_pidfd;
-};
-
-// Reads the reaper's first message: "started <pid>" ("started <pid> <reaper>" + a pidfd of the reaper, from the
-// spawn server's reapers) or "spawn-failed <errno>".
-boost::system::result<reaper_started, spawn_error> await_reaper_start(int control_fd, const std::filesystem::path& exe) {
-  if (!poll_readable(control_fd, std::chrono::milliseconds{10000}))
-    return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper did not report within 10 s"};
-  char buf[128];
-  alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int))];
-  iovec iov{buf, sizeof buf - 1};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = space;
-  mh.msg_controllen = sizeof space;
-  ssize_t n;
-  do n = ::recvmsg(control_fd, &mh, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  reaper_started r;
-  for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&mh) : nullptr; c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      r.reaper_pidfd.reset(fd);
-    }
-  }
-  if (n <= 0) return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper exited before the agent started"};
-  buf[n] = '\0';
-  const auto m = detail::parse_reaper_message(std::string_view(buf, static_cast<std::size_t>(n)));
-  if (m.kind == detail::reaper_message_kind::started) {
-    r.agent_pid = m.value;
-    if (m.reaper != 0) r.reaper_pid = m.reaper;
-    return r;
-  }
-  if (m.kind == detail::reaper_message_kind::spawn_failed)
-    return os_error("spawning '" + exe.string() + "' failed", m.value);
-  return spawn_error{make_error_code(errc::reaper_failed), std::string("unexpected reaper message: ") + buf};
-}
-
-}  // namespace
-
 boost::system::result<child, spawn_error> child::spawn(executor_type executor, spawn_options options) {
-  // Resolve and check everything we can before creating any process, so each failure names its path.
-  std::string path_var;
-  if (auto it = options.env.set.find("PATH"); it != options.env.set.end()) {
-    path_var = it->second;
-  } else if (const char* p = std::getenv("PATH"); p != nullptr && options.env.inherit) {
-    path_var = p;
-  } else {
-    path_var = "/usr/local/bin:/usr/bin:/bin";
-  }
-  auto exe = detail::resolve_executable(options.executable, path_var);
-  if (!exe) return exe.error();
-  if (!options.working_directory.empty()) {
-    struct stat st {};
-    if (::stat(options.working_directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      return spawn_error{make_error_code(errc::working_directory_not_found),
-                         "working directory not found: '" + options.working_directory.string() + "'"};
-  }
-  containment_kind mode = options.containment;
-  std::filesystem::path reaper;
-  if (mode != containment_kind::session) {
-    reaper = detail::find_reaper(options.reaper_path);
-    if (reaper.empty()) {
-      if (mode == containment_kind::reaper)
-        return spawn_error{make_error_code(errc::reaper_not_found),
-                           "agenthost-reaper not found" +
-                               (options.reaper_path.empty() ? std::string{}
-                                                            : " at '" + options.reaper_path.string() + "'")};
-      options.log.log(log_level::warn,
-                      "agenthost-reaper not found: falling back to session containment (setsid'd daemons may escape)");
-      mode = containment_kind::session;
-    } else {
-      mode = containment_kind::reaper;
-    }
-  }
-
-  // Pipes: the parent's ends are close-on-exec and non-blocking; the child's ends are moved above 2 (see
-  // move_above_stdio) and are closed here right after the spawn, so EOF arrives when the tree is gone.
-  int p[2];
-  unique_fd out_r, out_w, err_r, err_w, in_parent, in_child, ctl_parent, ctl_child;
-  if (::pipe2(p, O_CLOEXEC) != 0) return os_error("pipe2", errno);
-  out_r.reset(p[0]);
-  out_w.reset(p[1]);
-  if (::pipe2(p, O_CLOEXEC) != 0) return os_error("pipe2", errno);
-  err_r.reset(p[0]);
-  err_w.reset(p[1]);
-  if (options.stdin_mode == stdin_kind::pipe) {
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0) return os_error("socketpair", errno);
-    in_parent.reset(p[0]);
-    in_child.reset(p[1]);
-    ::shutdown(in_child.get(), SHUT_WR);  // the agent's stdin is read-only
-  } else {
-    in_child.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!in_child) return os_error("open /dev/null", errno);
-  }
-  if (mode == containment_kind::reaper) {
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) != 0) return os_error("socketpair", errno);
-    ctl_parent.reset(p[0]);
-    ctl_child.reset(p[1]);
-  }
-  out_w = detail::move_above_stdio(std::move(out_w));
-  err_w = detail::move_above_stdio(std::move(err_w));
-  in_child = detail::move_above_stdio(std::move(in_child));
-  if (ctl_child) ctl_child = detail::move_above_stdio(std::move(ctl_child));
-  if (!out_w || !err_w || !in_child || (mode == containment_kind::reaper && !ctl_child))
-    return os_error("fcntl(F_DUPFD_CLOEXEC)", errno);
-
-  detail::spawn_request req;
-  const std::string argv0 = options.argv0.value_or(options.executable.string());
-  req.argv = {argv0};
-  req.argv.insert(req.argv.end(), options.args.begin(), options.args.end());
-  req.envp = detail::build_environment(options.env);
-  std::string tree_token;
-  if (mode == containment_kind::session) {
-    // Without the reaper, an environment token is how a stop finds daemons that escaped both the session and the
-    // parent links (they inherit the environment).
-    std::random_device rd;
-    char hex[40];
-    std::snprintf(hex, sizeof hex, "%08x%08x%08x", rd(), rd(), static_cast<unsigned>(::getpid()));
-    tree_token = std::string("AGENTHOST_TREE_TOKEN=") + hex;
-    req.envp.push_back(tree_token);
-  }
-  // The strictest exec on the way is the reaper's (its own arguments come in front of the agent's): checked here so
-  // that a refused command line is a specific error before anything is spawned.
-  if (auto problem = detail::check_exec_limits(req.argv, req.envp, mode == containment_kind::reaper ? 6 : 1,
-                                               4096 + 64 + 2 * (exe->native().size() + 1)))
-    return spawn_error{make_error_code(errc::argument_list_too_long), *problem};
-  req.stdin_fd = in_child.get();
-  req.stdout_fd = out_w.get();
-  req.stderr_fd = err_w.get();
-
-  // Reaper mode, fast path: the spawn server forks the agent's reaper (no exec). The server runs with "/" as its
-  // working directory, so it gets an absolute one: the host's current directory when none is given.
-  bool via_server = false;
-  bool start_server = false;
-  if (mode == containment_kind::reaper && options.reaper_server) {
-    std::error_code cwd_ec;
-    req.executable = *exe;
-    req.working_directory = options.working_directory.empty() ? std::filesystem::current_path(cwd_ec)
-                                                              : std::filesystem::absolute(options.working_directory,
-                                                                                          cwd_ec);
-    req.fd3 = ctl_child.get();
-    const int rc = cwd_ec ? cwd_ec.value() : detail::send_spawn_request(reaper, req);
-    via_server = rc == 0;
-    // No server yet (or it died): this spawn exec's its reaper and starts the server right after, so the server's
-    // start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
-    start_server = rc == ESRCH;
-    if (!via_server && !start_server)
-      options.log.log(log_level::info, std::string("agenthost-reaper spawn server not used (") + std::strerror(rc) +
-                                           "): exec'ing a reaper for this agent");
-  }
-
-  std::optional<int> pid;
-  if (!via_server) {
-    if (mode == containment_kind::reaper) {
-      req.executable = reaper;
-      std::vector<std::string> agent_argv = std::move(req.argv);
-      req.argv = {detail::reaper_program_name, "--control-fd", "3", "--", exe->string()};
-      req.argv.insert(req.argv.end(), agent_argv.begin(), agent_argv.end());
-      req.fd3 = ctl_child.get();
-    } else {
-      req.executable = *exe;
-    }
-    req.working_directory = options.working_directory;
-    int spawn_errno = 0;
-    const int pid_value = detail::spawn_process(req, spawn_errno);
-    if (pid_value <= 0) {
-      const std::string what = mode == containment_kind::reaper ? "spawning agenthost-reaper '" + reaper.string() + "'"
-                                                                : "spawning '" + exe->string() + "'";
-      return os_error(what + (options.working_directory.empty()
-                                  ? std::string{}
-                                  : " in '" + options.working_directory.string() + "'"),
-                      spawn_errno);
-    }
-    pid = pid_value;
-    if (start_server) {
-      if (const int e = detail::start_spawn_server(reaper); e != 0)
-        options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
-    }
-  }
-  // Our copies of the child's ends: closed now, so EOF arrives when the tree is gone (the server got its own copies
-  // with the request).
-  out_w.reset();
-  err_w.reset();
-  in_child.reset();
-  ctl_child.reset();
-
-  unique_fd pidfd;
-  bool auto_reaped = false;
-  int agent_pid = -1;
-  if (via_server) {
-    auto started = await_reaper_start(ctl_parent.get(), *exe);
-    // On failure, closing the control socket (EOF) makes a reaper that is still there kill whatever it started and
-    // exit; the server reaps it.
-    if (!started) return started.error();
-    if (started->reaper_pid <= 0 || !started->reaper_pidfd)
-      return spawn_error{make_error_code(errc::reaper_failed), "agenthost-reaper spawn server: no reaper pidfd"};
-    agent_pid = started->agent_pid;
-    pid = started->reaper_pid;
-    pidfd = std::move(started->reaper_pidfd);
-  } else {
-    pidfd.reset(detail::pidfd_open(*pid));
-    // ESRCH: the child already exited and was reaped by the kernel — the host ignores SIGCHLD (or has SA_NOCLDWAIT).
-    // That is a run that ended, with its status lost, not a spawn failure.
-    auto_reaped = !pidfd && errno == ESRCH;
-    if (!pidfd && !auto_reaped) {
-      // Without a pidfd we cannot signal or wait without PID-reuse races; refuse rather than run unsafely.
-      const int e = errno;
-      ::kill(*pid, SIGKILL);
-      int st = 0;
-      ::waitpid(*pid, &st, 0);
-      return os_error("pidfd_open (Linux >= 5.3 required)", e);
-    }
-    agent_pid = *pid;
-    if (mode == containment_kind::reaper) {
-      auto started = await_reaper_start(ctl_parent.get(), *exe);
-      if (!started) {
-        ctl_parent.reset();  // EOF makes the reaper kill whatever it started and exit
-        if (pidfd) poll_readable(pidfd.get(), std::chrono::milliseconds{2000});
-        if (pidfd && !try_reap(pidfd.get())) {
-          detail::pidfd_send_signal(pidfd.get(), SIGKILL);
-          siginfo_t info{};
-          ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd.get()), &info, WEXITED);
-        }
-        return started.error();
-      }
-      agent_pid = started->agent_pid;
-    }
-  }
-
+  auto tree = detail::launch_tree(options);
+  if (!tree) return tree.error();
   auto im = std::make_shared<impl>(std::move(executor), std::move(options));
-  im->mode = mode;
-  im->agent_pid = agent_pid;
-  im->tree_token = std::move(tree_token);
-  im->direct_pid = *pid;
-  im->direct_is_child = !via_server;
+  im->mode = tree->mode;
+  im->agent_pid = tree->agent_pid;
+  im->tree_token = std::move(tree->tree_token);
+  im->direct_pid = tree->direct_pid;
+  im->direct_is_child = tree->direct_is_child;
   error_code ec;
-  if (pidfd) im->pidfd_watch.assign(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 0), ec);
-  im->direct_pidfd = std::move(pidfd);
-  im->direct_reaped = auto_reaped;
-  im->adopt_stdout(std::move(out_r));
-  im->err.assign(err_r.release(), ec);
-  if (in_parent) {
-    im->in.assign(asio::local::stream_protocol(), in_parent.release(), ec);
+  if (tree->direct_pidfd) im->pidfd_watch.assign(::fcntl(tree->direct_pidfd.get(), F_DUPFD_CLOEXEC, 0), ec);
+  im->direct_pidfd = std::move(tree->direct_pidfd);
+  im->direct_reaped = tree->auto_reaped;
+  im->adopt_stdout(std::move(tree->stdout_read));
+  im->err.assign(tree->stderr_read.release(), ec);
+  if (tree->stdin_write) {
+    im->in.assign(asio::local::stream_protocol(), tree->stdin_write.release(), ec);
     im->stdin_open = true;
   }
-  if (ctl_parent) im->control.assign(ctl_parent.release(), ec);
+  if (tree->control) im->control.assign(tree->control.release(), ec);
   im->err.non_blocking(true, ec);
-  im->log(log_level::debug, "spawned " + im->opts.executable.string() + " as pid " + std::to_string(agent_pid) +
-                                (mode == containment_kind::reaper
-                                     ? (via_server ? " under agenthost-reaper (spawn server)" : " under agenthost-reaper")
+  im->log(log_level::debug, "spawned " + im->opts.executable.string() + " as pid " + std::to_string(im->agent_pid) +
+                                (im->mode == containment_kind::reaper
+                                     ? (im->direct_is_child ? " under agenthost-reaper"
+                                                            : " under agenthost-reaper (spawn server)")
                                      : " (session mode)"));
   // Internal operations start on the child's executor: spawn() may run on any thread (e.g. outside the strand that
   // serializes the child), and nothing of the child may then run concurrently with the caller.
-  asio::post(im->ex, [im, auto_reaped] {
+  asio::post(im->ex, [im, auto_reaped = tree->auto_reaped] {
     if (im->shut_down) return;
     im->start_background();
     if (auto_reaped && im->mode == containment_kind::session) im->set_leader_status(unknown_status{});

@@ -254,8 +254,9 @@ TEST_F(SpawnServer, ServerKilledBetweenSpawns) {
   auto b = spawn({"ready", "never-exit"});
   ASSERT_TRUE(read_until_line(io, b, "ready"));
   EXPECT_EQ(parent_of(parent_of(b.pid())), ::getpid()) << "found no server: exec'd its reaper";
+  // The new server shows its own command line in /proc a moment after posix_spawn returned.
+  ASSERT_TRUE(eventually([] { return our_servers().size() == 1u; })) << our_servers().size() << " servers";
   const auto servers = our_servers();
-  ASSERT_EQ(servers.size(), 1u);
   EXPECT_NE(servers[0], old_server);
   EXPECT_EQ(zombie_children(), 0) << "the dead server was not reaped";
   auto c = spawn({"ready", "never-exit"});

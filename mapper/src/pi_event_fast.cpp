@@ -1,0 +1,379 @@
+// Internal: the fast path of the pi event parser (message_update, tool_execution_update and unmapped lines read by a
+// strict byte scan); the On-Demand path is in pi_event.cpp. See pi_event.hpp.
+#include "pi_event.hpp"
+
+#include "ondemand_util.hpp"
+#include "raw_scan.hpp"
+
+#include <cstring>
+
+namespace agenthost::mapper::detail {
+
+// ---- fast path ---------------------------------------------------------------------------------------------------
+//
+// pi prints one message_update per streamed token, so these lines are nearly all of a run's lines. For them the
+// On-Demand walk (stage 1 over the whole line, then token by token past `usage` or the snapshots) costs more than
+// the mapping itself. parse_fast() handles exactly the lines that begin with `{"type":"message_update"` and are
+// strict JSON: it validates the UTF-8 of the whole line (simdjson::validate_utf8), every string (closed, no raw
+// control character), the full grammar of every value, including skipped ones (which On-Demand only bracket-counts),
+// and that nothing but whitespace follows. It reads the same fields with the same rules as parse_root() and
+// parse_update() (key order, later duplicates, the type-dependent snapshot decisions). Whenever it meets anything it
+// does not handle exactly as the On-Demand path would (an escaped key, a second `type`, a field that would need the
+// snapshot, a `toolCall`, a non-canonical number, deep nesting, a malformed escape…) it returns false and the line
+// goes through the On-Demand path from scratch. So it accepts a subset of the lines the On-Demand path accepts, and
+// for those yields the same event: the mapper's behaviour is unchanged.
+//
+// Delta-only lines also repeat the same bytes up to the delta (`{"type":"message_update","usage":{…},
+// "assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":`): the scan state at that point is memoized
+// with its prefix, and a line that starts with the same bytes resumes there (one memcmp instead of a scan).
+
+const char* pi_event_parser::fast_string(const char* p, const char* end, std::string_view& out) {
+  if (p >= end || *p != '"') return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* next = raw::scan_string(p, end, body_end, escaped);
+  if (next == nullptr) return nullptr;
+  const std::string_view body(p + 1, static_cast<std::size_t>(body_end - (p + 1)));
+  if (!escaped) {
+    out = body;
+    return next;
+  }
+  char* e = lenient_unescape_to(body, scratch_);
+  if (e == nullptr) return nullptr;
+  out = std::string_view(scratch_, static_cast<std::size_t>(e - scratch_));
+  scratch_ = e;
+  return next;
+}
+
+namespace {
+
+/// A key without escape sequences at `p`, then ':' : returns the position of its value.
+const char* fast_key(const char* p, const char* end, std::string_view& key) noexcept {
+  if (p >= end || *p != '"') return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* next = raw::scan_string(p, end, body_end, escaped);
+  if (next == nullptr || escaped) return nullptr;
+  key = std::string_view(p + 1, static_cast<std::size_t>(body_end - (p + 1)));
+  next = raw::skip_ws(next, end);
+  if (next >= end || *next != ':') return nullptr;
+  return raw::skip_ws(next + 1, end);
+}
+
+/// After a member's value: the next member's value (its key in `key`), or `end_of_object` set after '}'.
+const char* fast_next_member(const char* p, const char* end, std::string_view& key, bool& end_of_object) noexcept {
+  p = raw::skip_ws(p, end);
+  if (p >= end) return nullptr;
+  if (*p == '}') {
+    end_of_object = true;
+    return p + 1;
+  }
+  if (*p != ',') return nullptr;
+  return fast_key(raw::skip_ws(p + 1, end), end, key);
+}
+
+constexpr std::size_t kMaxMemoPrefix = 4096;
+
+}  // namespace
+
+namespace {
+
+constexpr std::string_view kToolUpdatePrefix = R"({"type":"tool_execution_update")";
+
+/// A string body equals "text" (after unescaping when it has escapes).
+bool body_is_text(const char* body, const char* body_end, bool escaped) {
+  const std::string_view raw(body, static_cast<std::size_t>(body_end - body));
+  if (!escaped) return raw == "text";
+  std::string unescaped;
+  return lenient_unescape_append(raw, unescaped) && unescaped == "text";
+}
+
+}  // namespace
+
+// tool_execution_update (pi's cumulative tool output, one line per update): the fields parse_root reads for it —
+// toolCallId, toolName and the text of partialResult/result (tool_result_text's rules, which mirror result_text of the
+// converted value) — with every value validated at least as strictly as to_json() would (validate_value). Any other
+// member, an escaped key or an unusual value → false (the On-Demand path decides).
+bool pi_event_parser::parse_fast_tool_update(std::string_view line) {
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  if (!valid_utf8(begin, line.size())) return false;
+  x_event& ev = ev_;
+  ev.only_update_fields = false;  // fields outside message_update are set below
+  const char* p = begin + kToolUpdatePrefix.size();
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    if (key == "toolCallId") {
+      p = fast_string(p, end, ev.tool_call_id);
+    } else if (key == "toolName") {
+      p = fast_string(p, end, ev.tool_name);
+    } else if (key == "args") {
+      p = raw::skip_value(p, end);  // read for tool_execution_start only
+    } else if (key == "partialResult" || key == "result") {
+      p = fast_tool_result(p, end);
+      ev.has_partial_text = true;
+    } else {
+      return false;
+    }
+    if (p == nullptr) return false;
+  }
+  if (raw::skip_ws(p, end) != end) return false;
+  ev.kind = event_kind::tool_execution_update;
+  ev.has_type = true;
+  ev.type_members = 1;
+  return true;
+}
+
+// The result value at `p` (conversion depth 0): its text into ev_.partial_text.
+const char* pi_event_parser::fast_tool_result(const char* p, const char* end) {
+  ev_.partial_text.clear();
+  if (p >= end || *p != '{') return fast_content_text(p, end, 0);
+  p = raw::skip_ws(p + 1, end);
+  if (p < end && *p == '}') return p + 1;
+  std::string_view key;
+  p = fast_key(p, end, key);
+  for (;;) {
+    if (p == nullptr) return nullptr;
+    if (key == "content") {
+      p = fast_content_text(p, end, 1);  // the last `content` wins
+    } else {
+      p = raw::validate_value(p, end, 1);
+    }
+    if (p == nullptr) return nullptr;
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr || done) return p;
+  }
+}
+
+// A `content` value: a string as is, an array's text items joined with '\n', anything else "" (validated).
+const char* pi_event_parser::fast_content_text(const char* p, const char* end, int depth) {
+  std::string& text = ev_.partial_text;
+  text.clear();
+  if (p >= end) return nullptr;
+  if (*p == '"') return scan_unescape_append(p, end, text);
+  if (*p != '[') return raw::validate_value(p, end, depth);
+  p = raw::skip_ws(p + 1, end);
+  if (p < end && *p == ']') return p + 1;
+  bool first = true;
+  for (;;) {
+    p = fast_content_item(p, end, depth + 1, first);
+    if (p == nullptr) return nullptr;
+    p = raw::skip_ws(p, end);
+    if (p >= end) return nullptr;
+    if (*p == ']') return p + 1;
+    if (*p != ',') return nullptr;
+    p = raw::skip_ws(p + 1, end);
+  }
+}
+
+// One item of a content array: appended when its last `type` is the string "text" and its last `text` a string.
+// The text is appended as it is read (one pass) and taken back when the item turns out not to qualify.
+const char* pi_event_parser::fast_content_item(const char* p, const char* end, int depth, bool& first) {
+  if (p >= end || *p != '{') return raw::validate_value(p, end, depth);
+  p = raw::skip_ws(p + 1, end);
+  if (p < end && *p == '}') return p + 1;
+  std::string& text = ev_.partial_text;
+  const std::size_t mark = text.size();  // the text before this item
+  const char *type_body = nullptr, *type_end = nullptr;
+  bool type_escaped = false, has_text = false;
+  std::string_view key;
+  p = fast_key(p, end, key);
+  for (;;) {
+    if (p == nullptr) return nullptr;
+    if (key == "type" && p < end && *p == '"') {
+      const char* body_end = nullptr;
+      bool escaped = false;
+      const char* next = raw::scan_string(p, end, body_end, escaped);
+      if (next == nullptr || (escaped && !raw::escapes_valid(p + 1, body_end))) return nullptr;
+      type_body = p + 1;
+      type_end = body_end;
+      type_escaped = escaped;
+      p = next;
+    } else if (key == "text" && p < end && *p == '"') {
+      text.resize(mark);  // a later `text` replaces an earlier one
+      if (!first) text += '\n';
+      p = scan_unescape_append(p, end, text);
+      has_text = true;
+    } else {
+      if (key == "type") type_body = nullptr;  // a later non-string value replaces an earlier string
+      if (key == "text") {
+        text.resize(mark);
+        has_text = false;
+      }
+      p = raw::validate_value(p, end, depth + 1);
+    }
+    if (p == nullptr) return nullptr;
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return nullptr;
+    if (done) break;
+  }
+  if (has_text && type_body != nullptr && body_is_text(type_body, type_end, type_escaped)) {
+    first = false;
+  } else {
+    text.resize(mark);
+  }
+  return p;
+}
+
+// A line whose `type` (its first member) names an event the mapper does not map: parse_root skips everything after
+// `type`, so only the line's validity matters (strict here, a subset of what the On-Demand path accepts).
+bool pi_event_parser::parse_fast_ignored(std::string_view line) {
+  static constexpr std::string_view kTypeKey = R"({"type":)";
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  if (line.size() <= kTypeKey.size() || std::memcmp(begin, kTypeKey.data(), kTypeKey.size()) != 0 ||
+      begin[kTypeKey.size()] != '"') {
+    return false;
+  }
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* p = raw::scan_string(begin + kTypeKey.size(), end, body_end, escaped);
+  if (p == nullptr || escaped) return false;
+  const char* type_begin = begin + kTypeKey.size() + 1;
+  if (classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin))) !=
+      event_kind::unknown) {
+    return false;  // an event that is mapped: its fields are read by the On-Demand path
+  }
+  if (!valid_utf8(begin, line.size())) return false;
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    if (key == "type") return false;  // a second `type` reclassifies the event
+    p = raw::skip_value(p, end);
+    if (p == nullptr) return false;
+  }
+  if (raw::skip_ws(p, end) != end) return false;
+  ev_.kind = event_kind::unknown;
+  ev_.has_type = true;
+  ev_.type_members = 1;
+  return true;
+}
+
+// Members of assistantMessageEvent (parse_update's rules); `p` is at the value of member `key`.
+const char* pi_event_parser::fast_update_members(const char* p, const char* end, std::string_view key,
+                                                 const char* line_begin, bool record_cut) {
+  x_event& ev = ev_;
+  for (;;) {
+    if (key == "type") {
+      std::string_view t;
+      p = fast_string(p, end, t);
+      if (p != nullptr) ev.update = classify_update(t);
+    } else if (key == "contentIndex") {
+      std::int64_t i = -1;
+      p = raw::parse_small_int(p, end, i);
+      if (p != nullptr) ev.content_index = i;
+    } else if (key == "delta") {
+      if (record_cut && cut_.offset == 0 && !ev.has_delta && !ev.has_content && ev.update_id.empty() &&
+          ev.update_tool_name.empty() && !ev.has_tool_call && !ev.has_snapshot) {
+        cut_ = {static_cast<std::size_t>(p - line_begin), ev.update, ev.content_index};
+      }
+      p = fast_string(p, end, ev.delta);
+      ev.has_delta = true;
+    } else if (key == "content") {
+      p = fast_string(p, end, ev.content);
+      ev.has_content = true;
+    } else if (key == "id") {
+      p = fast_string(p, end, ev.update_id);
+    } else if (key == "toolName") {
+      p = fast_string(p, end, ev.update_tool_name);
+    } else if (key == "toolCall") {
+      return nullptr;  // converted to nlohmann::json by the On-Demand path
+    } else if (key == "partial") {
+      if (ev.update == update_kind::unknown || ev.needs_snapshot()) return nullptr;  // deferred / parsed there
+      p = raw::skip_value(p, end);
+    } else {
+      p = raw::skip_value(p, end);
+    }
+    if (p == nullptr) return nullptr;
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr || done) return p;
+  }
+}
+
+bool pi_event_parser::parse_fast(std::string_view line) {
+  static constexpr std::string_view kPrefix = R"({"type":"message_update")";
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  x_event& ev = ev_;
+  scratch_ = buffer_.get();
+  cut_ = {};
+
+  // The memoized prefix starts with kPrefix: a line of another type (tool_execution_update, …) is told apart by that
+  // short compare instead of a call comparing the whole memoized prefix.
+  const bool update = raw::starts_with(begin, end, kPrefix);
+  const bool resume = update && memo_prefix_.size() >= kPrefix.size() && line.size() > memo_prefix_.size() &&
+                      std::memcmp(begin + kPrefix.size(), memo_prefix_.data() + kPrefix.size(),
+                                  memo_prefix_.size() - kPrefix.size()) == 0;
+  const char* p = nullptr;
+  if (resume) {
+    // Same bytes as the memoized prefix (valid UTF-8 ending before an ASCII quote): validate only the rest.
+    if (!valid_utf8(begin + memo_prefix_.size(), line.size() - memo_prefix_.size())) return false;
+    ev.has_update = true;
+    ev.update = memo_.update;
+    ev.content_index = memo_.content_index;
+    p = fast_update_members(begin + memo_prefix_.size(), end, "delta", begin, false);
+  } else if (update) {
+    if (!valid_utf8(begin, line.size())) return false;
+    p = begin + kPrefix.size();
+  } else if (raw::starts_with(begin, end, kToolUpdatePrefix)) {
+    return parse_fast_tool_update(line);
+  } else {
+    return parse_fast_ignored(line);
+  }
+  if (p == nullptr) return false;
+  ev.kind = event_kind::message_update;
+  ev.has_type = true;
+  ev.type_members = 1;
+  bool seen_update = resume;
+
+  // Root members after `type` (parse_root's hot branch).
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    if (key == "assistantMessageEvent") {
+      if (seen_update || p >= end || *p != '{') return false;  // a second one, or not an object
+      seen_update = true;
+      ev.has_update = true;
+      p = raw::skip_ws(p + 1, end);
+      if (p < end && *p == '}') {
+        ++p;
+        continue;
+      }
+      std::string_view first;
+      p = fast_key(p, end, first);
+      if (p == nullptr) return false;
+      p = fast_update_members(p, end, first, begin, !resume);
+    } else if (key == "message") {
+      // Before the update: deferred by the On-Demand path; after it: read there only when the update needs it.
+      if (!ev.has_update || ev.needs_snapshot()) return false;
+      p = raw::skip_value(p, end);
+    } else if (key == "type") {
+      return false;  // a second `type` reclassifies the event
+    } else {
+      p = raw::skip_value(p, end);
+    }
+    if (p == nullptr) return false;
+  }
+  if (raw::skip_ws(p, end) != end) return false;
+
+  if (cut_.offset != 0 && cut_.offset <= kMaxMemoPrefix) {
+    memo_prefix_.assign(begin, cut_.offset);
+    memo_ = cut_;
+  }
+  return true;
+}
+
+}  // namespace agenthost::mapper::detail
