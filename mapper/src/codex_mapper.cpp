@@ -39,6 +39,15 @@ struct x_item {
   bool has_id = false, has_type = false, has_text = false;
   std::optional<long long> exit_code{};
   json changes, arguments, result, error, action, items;  // null when absent
+
+  /// As a default-constructed item, without rebuilding the JSON members that are already null.
+  void reset() noexcept {
+    id = type = text = message = command = aggregated_output = status = server = tool = query = {};
+    has_id = has_type = has_text = false;
+    exit_code.reset();
+    for (json* j : {&changes, &arguments, &result, &error, &action, &items})
+      if (!j->is_null()) *j = nullptr;
+  }
 };
 
 enum class event_kind { unknown, thread_started, turn_started, turn_completed, turn_failed, item_started,
@@ -213,6 +222,7 @@ class id_set {
   std::unordered_set<std::string, string_hash, std::equal_to<>> others_;
 };
 
+using raw::consume;
 using raw::starts_with;
 
 }  // namespace
@@ -308,45 +318,32 @@ struct codex_mapper::impl {
   // the line, no second copy. Anything else (another key order, an escaped id, more fields…) returns false and the
   // line takes the On-Demand path, which accepts a superset of these lines and yields the same event for them.
   bool parse_fast(std::string_view line) {
-    static constexpr std::string_view head = R"({"type":"item.)";
-    static constexpr std::string_view item_key = R"(","item":{"id":)";
-    static constexpr std::string_view type_key = R"(,"type":")";
     const char* p = line.data();
     const char* const end = p + line.size();
-    if (!starts_with(p, end, head)) return false;
-    p += head.size();
+    if (!consume(p, end, R"({"type":"item.)")) return false;
     event_kind kind = event_kind::unknown;
-    if (starts_with(p, end, "completed")) {
-      kind = event_kind::item_completed;
-      p += 9;
-    } else if (starts_with(p, end, "started")) {
-      kind = event_kind::item_started;
-      p += 7;
-    } else if (starts_with(p, end, "updated")) {
-      kind = event_kind::item_updated;
-      p += 7;
-    } else {
-      return false;
-    }
-    if (!starts_with(p, end, item_key)) return false;
-    p += item_key.size();
+    if (consume(p, end, "completed")) kind = event_kind::item_completed;
+    else if (consume(p, end, "started")) kind = event_kind::item_started;
+    else if (consume(p, end, "updated")) kind = event_kind::item_updated;
+    else return false;
+    if (!consume(p, end, R"(","item":{"id":)")) return false;
     if (p == end || *p != '"') return false;
     const char* id_end = nullptr;
     bool escaped = false;
     const char* const id_begin = p + 1;
     p = raw::scan_string(p, end, id_end, escaped);
-    if (p == nullptr || escaped || !starts_with(p, end, type_key)) return false;
-    p += type_key.size();
-    // A string member `,"key":"…"` (or `"key":` first when `comma` is false), unescaped into `out`.
-    auto member = [&](std::string_view key_colon, std::string& out) {
-      if (!starts_with(p, end, key_colon)) return false;
-      p += key_colon.size();
+    if (p == nullptr || escaped || !consume(p, end, R"(,"type":")")) return false;
+    // A string member `,"key":"…"` (or `"key":` first), unescaped into `out`.
+    auto member = [&](const auto& key_colon, std::string& out) {
+      if (!consume(p, end, key_colon)) return false;
       if (p == end || *p != '"') return false;
       out.clear();
       p = scan_unescape_append(p, end, out);
       return p != nullptr;
     };
-    x_item item;
+    // Filled in place: on failure the On-Demand path starts from a fresh event anyway.
+    x_item& item = ev.item;
+    item.reset();
     if (starts_with(p, end, R"(agent_message",)") || starts_with(p, end, R"(reasoning",)")) {
       if (kind != event_kind::item_completed) return false;
       item.type = *p == 'a' ? std::string_view("agent_message") : std::string_view("reasoning");
@@ -358,12 +355,8 @@ struct codex_mapper::impl {
       item.type = "command_execution";
       p += item.type.size() + 2;
       if (!member(R"("command":)", fast_command) || !member(R"(,"aggregated_output":)", fast_text)) return false;
-      static constexpr std::string_view exit_key = R"(,"exit_code":)";
-      if (!starts_with(p, end, exit_key)) return false;
-      p += exit_key.size();
-      if (starts_with(p, end, "null")) {
-        p += 4;
-      } else {
+      if (!consume(p, end, R"(,"exit_code":)")) return false;
+      if (!consume(p, end, "null")) {
         std::int64_t code = 0;
         p = raw::parse_small_int(p, end, code);
         if (p == nullptr || code < INT32_MIN || code > INT32_MAX) return false;
@@ -384,7 +377,6 @@ struct codex_mapper::impl {
     ev.has_type = ev.has_item = true;
     ev.wrong_type = ev.has_usage = ev.has_error_message = false;
     ev.thread_id = ev.message = ev.error_message = {};
-    ev.item = std::move(item);
     return true;
   }
 

@@ -199,7 +199,7 @@ struct opencode_mapper::impl {
   bool parse_fast(std::string_view line) {
     const char* p = line.data();
     const char* const end = p + line.size();
-    const auto literal = [&](std::string_view s) { return raw::consume(p, end, s); };
+    const auto literal = [&](const auto& s) { return raw::consume(p, end, s); };
     const auto string = [&](std::string& out) {
       if (p == end || *p != '"') return false;
       out.clear();

@@ -1,6 +1,7 @@
 // agenthost/mapper/pi_mapper.cpp — pi JSONL → message contract (phase 2: the state machine).
 #include <agenthost/mapper/pi_mapper.hpp>
 
+#include "mapper_core.hpp"
 #include "pi_event.hpp"
 #include "text_util.hpp"
 
@@ -10,7 +11,6 @@
 #include <regex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 namespace agenthost::mapper {
@@ -44,7 +44,6 @@ std::optional<int> leading_http_status(std::string_view m) noexcept {
 namespace {
 
 constexpr std::int64_t kMaxContentIndex = 4096;
-constexpr std::size_t kMaxStatusBytes = 2000;
 
 /// The text of a tool result `{content: [{type: "text", text}…]}` (or of a bare content array).
 std::string result_text(const json& result) {
@@ -194,9 +193,9 @@ struct pi_mapper::impl {
   // tool calls
   std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>> tools;  // lookups by string_view
   std::vector<std::string> tool_order;  // call order, for closing at finish()
-  // Ids of calls closed in an earlier turn (pruned from `tools`): every later event of such a call is ignored. One
-  // short string per tool call of the run — O(number of calls), not O(stream bytes).
-  std::unordered_set<std::string, string_hash, std::equal_to<>> closed_ids;
+  // Ids of calls closed in an earlier turn (pruned from `tools`), the last 1,024 of them as in every mapper: a later
+  // event of such a call is ignored. Constant memory however long the run.
+  recent_ids closed_ids{kRememberedClosedCalls};
 
   // run outcome
   last_assistant last;
@@ -673,7 +672,7 @@ struct pi_mapper::impl {
   // ---- tools -------------------------------------------------------------------------------------------------------
   void ensure_call(std::vector<message>& out, std::string_view id, std::string_view name, const json* input,
                    bool synthesized) {
-    if (closed_ids.find(id) != closed_ids.end()) return;  // closed in an earlier turn
+    if (closed_ids.contains(id)) return;  // closed in an earlier turn
     tool_state& t = tools[std::string(id)];
     if (t.called) return;
     t.called = true;
@@ -690,7 +689,7 @@ struct pi_mapper::impl {
   /// `owned`, when given, holds `output` and may be taken (swapped with the previous output: no copy).
   void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, std::string_view output,
                    std::string* owned = nullptr) {
-    if (closed_ids.find(id) != closed_ids.end()) return;
+    if (closed_ids.contains(id)) return;
     auto it = tools.find(id);
     if (it == tools.end() || !it->second.called) {
       ensure_call(out, id, name, nullptr, true);
@@ -715,7 +714,7 @@ struct pi_mapper::impl {
 
   void close_call(std::vector<message>& out, std::string_view id, std::string_view name, const json& result,
                   bool is_error) {
-    if (closed_ids.find(id) != closed_ids.end()) return;  // closed in an earlier turn: a repeated result
+    if (closed_ids.contains(id)) return;  // closed in an earlier turn: a repeated result
     auto it = tools.find(id);
     if (it != tools.end() && it->second.closed) return;
     if (it == tools.end() || !it->second.called) {
@@ -762,7 +761,7 @@ struct pi_mapper::impl {
       if (it == tools.end()) continue;
       if (it->second.closed) {
         tools.erase(it);
-        closed_ids.insert(std::move(id));
+        closed_ids.insert(id);
       } else {
         open.push_back(std::move(id));
       }

@@ -312,6 +312,19 @@ inline bool consume(const char*& p, const char* end, std::string_view s) noexcep
   return true;
 }
 
+/// The same for a string literal: its length is a constant, so the comparison compiles to a few loads instead of a
+/// memcmp call (the fast paths compare a dozen literals per line).
+template <std::size_t N>
+[[gnu::always_inline]] inline bool starts_with(const char* p, const char* end, const char (&s)[N]) noexcept {
+  return static_cast<std::size_t>(end - p) >= N - 1 && std::memcmp(p, s, N - 1) == 0;
+}
+template <std::size_t N>
+[[gnu::always_inline]] inline bool consume(const char*& p, const char* end, const char (&s)[N]) noexcept {
+  if (!starts_with(p, end, s)) return false;
+  p += N - 1;
+  return true;
+}
+
 /// A canonical JSON integer at `p` ("0" or an optional '-' then 1–18 digits without a leading zero; not "-0"),
 /// followed by a delimiter: returns the position after it, or nullptr (anything else).
 inline const char* parse_small_int(const char* p, const char* end, std::int64_t& out) noexcept {

@@ -340,6 +340,47 @@ TEST(PiMapper, EventsOfACallClosedInAnEarlierTurnAreIgnored) {
   EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
 }
 
+// Calls closed in earlier turns are remembered as in every mapper: the last 1,024 of them (constant memory in a run
+// of any length); an id closed 1,024 calls before comes back as a new call.
+TEST(PiMapper, ClosedCallsAreRememberedForTheLast1024Calls) {
+  const auto end_of = [](const std::string& id) {
+    return R"({"type":"tool_execution_end","toolCallId":")" + id +
+           R"(","toolName":"bash","result":{"content":[{"type":"text","text":"ok"}]},"isError":false})";
+  };
+  const auto start_of = [](const std::string& id) {
+    return R"({"type":"tool_execution_start","toolCallId":")" + id + R"(","toolName":"bash","args":{}})";
+  };
+  const auto id_of = [](int i) { return (i % 2 ? "c" : "call_with_a_long_identifier_") + std::to_string(i); };
+  std::vector<std::string> lines = {R"({"type":"session","version":3,"id":"s1","cwd":"/p"})",
+                                    R"({"type":"agent_start"})"};
+  constexpr int kCalls = 3000;
+  for (int i = 0; i < kCalls; ++i) {
+    lines.push_back(start_of(id_of(i)));
+    lines.push_back(end_of(id_of(i)));
+    lines.push_back(R"({"type":"turn_end"})");
+    // Repeats of calls closed 1 and 1,023 calls ago, in later turns: still remembered.
+    lines.push_back(end_of(id_of(i)));
+    if (i >= 1023) lines.push_back(start_of(id_of(i - 1023)));
+  }
+  const std::string agent_end = R"({"type":"agent_end"})";
+  lines.push_back(agent_end);
+  auto out = run_mapper(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(of_type(out, message_type::tool_call).size(), std::size_t{kCalls});
+  EXPECT_EQ(of_type(out, message_type::tool_completed).size(), std::size_t{kCalls});
+
+  lines.pop_back();
+  lines.push_back(end_of(id_of(kCalls - 1024)));  // the oldest still remembered: nothing
+  lines.push_back(end_of(id_of(kCalls - 1024 - 1)));  // forgotten: a synthesized call and its result
+  lines.push_back(agent_end);
+  out = run_mapper(lines);
+  const auto calls = of_type(out, message_type::tool_call);
+  ASSERT_EQ(calls.size(), std::size_t{kCalls + 1});
+  EXPECT_EQ(calls.back().content.at("tool_call_id"), id_of(kCalls - 1024 - 1));
+  EXPECT_EQ(calls.back().content.value("synthesized", false), true);
+  EXPECT_EQ(of_type(out, message_type::tool_completed).size(), std::size_t{kCalls + 1});
+}
+
 TEST(PiMapper, ReplayDedupeCanBeDisabled) {
   const auto out = run_mapper(read_lines(fixture_path("synthetic/cross-turn-replay.jsonl")),
                               {.dedupe_replayed_text = false});
