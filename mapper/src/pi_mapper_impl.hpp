@@ -1,0 +1,255 @@
+// Internal: the pi mapper's state machine (pi_mapper::impl), shared by pi_mapper.cpp (emission, events, the public
+// class), pi_mapper_text.cpp (assistant text, blocks and messages) and pi_mapper_tools.cpp (tools, finish).
+#pragma once
+
+#include <agenthost/mapper/pi_mapper.hpp>
+
+#include "mapper_core.hpp"
+#include "pi_event.hpp"
+#include "text_util.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace agenthost::mapper {
+namespace detail {
+
+using json = nlohmann::json;
+
+inline constexpr std::int64_t kMaxContentIndex = 4096;
+
+/// The text of a tool result `{content: [{type: "text", text}…]}` (or of a bare content array).
+inline std::string result_text(const json& result) {
+  const json* content = &result;
+  if (result.is_object()) {
+    const auto it = result.find("content");
+    if (it == result.end()) return {};
+    content = &*it;
+  }
+  if (content->is_string()) return content->get<std::string>();
+  std::string text;
+  if (!content->is_array()) return text;
+  bool first = true;
+  for (const auto& item : *content) {
+    if (!item.is_object()) continue;
+    const auto type = item.find("type");
+    const auto t = item.find("text");
+    if (type == item.end() || *type != "text" || t == item.end() || !t->is_string()) continue;
+    if (!first) text += '\n';
+    text += t->get_ref<const std::string&>();
+    first = false;
+  }
+  return text;
+}
+
+inline json number_json(double v) {
+  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 9.0e15) return static_cast<std::int64_t>(v);
+  return v;
+}
+
+struct usage_total {
+  bool any = false;
+  double input = 0, output = 0, cache_read = 0, cache_write = 0, total_tokens = 0, reasoning = 0;
+  bool has_reasoning = false;
+  bool has_cost = false;
+  double cost_input = 0, cost_output = 0, cost_cache_read = 0, cost_cache_write = 0, cost_total = 0;
+
+  void add(const x_usage& u) {
+    if (!u.present) return;
+    any = true;
+    input += u.input;
+    output += u.output;
+    cache_read += u.cache_read;
+    cache_write += u.cache_write;
+    total_tokens += u.total_tokens;
+    if (u.has_reasoning) {
+      has_reasoning = true;
+      reasoning += u.reasoning;
+    }
+    if (u.has_cost) {
+      has_cost = true;
+      cost_input += u.cost_input;
+      cost_output += u.cost_output;
+      cost_cache_read += u.cost_cache_read;
+      cost_cache_write += u.cost_cache_write;
+      cost_total += u.cost_total;
+    }
+  }
+
+  [[nodiscard]] json to_json() const {
+    json j = {{"input_tokens", number_json(input)},
+              {"output_tokens", number_json(output)},
+              {"cache_read_tokens", number_json(cache_read)},
+              {"cache_write_tokens", number_json(cache_write)},
+              {"total_tokens", number_json(total_tokens)}};
+    if (has_reasoning) j["reasoning_tokens"] = number_json(reasoning);
+    if (has_cost) {
+      j["cost"] = {{"input", cost_input},
+                   {"output", cost_output},
+                   {"cache_read", cost_cache_read},
+                   {"cache_write", cost_cache_write},
+                   {"total", cost_total}};
+    }
+    return j;
+  }
+};
+
+struct block_state {
+  block_kind kind = block_kind::other;
+  std::string text;       // text: what pi streamed for this block; thinking: the thinking so far
+  bool ended = false;     // *_end seen
+  bool released = false;  // thinking: already emitted (stream mode)
+};
+
+struct tool_state {
+  std::string name;
+  std::string last_output;  // last tool.update output (deduplicates identical partial results)
+  bool called = false;
+  bool closed = false;
+};
+
+struct last_assistant {
+  bool present = false;
+  std::string stop_reason;
+  bool has_error_message = false;
+  std::string error_message;
+  std::string model;
+  std::string text;  // the authoritative final text (message_end)
+};
+
+}  // namespace detail
+
+struct pi_mapper::impl {
+  using json = nlohmann::json;
+  using message = transport::message;
+  using message_type = transport::message_type;
+
+  explicit impl(pi_mapper_options o) : options(std::move(o)) {}
+
+  pi_mapper_options options;
+  detail::pi_event_parser parser;
+  mapper_stats stats;
+
+  // session
+  bool session_emitted = false;
+  std::string session_id;
+  std::string cwd;
+
+  // the assistant message being streamed
+  bool message_open = false;
+  std::vector<detail::block_state> blocks;
+  bool message_diverged = false;
+
+  // cross-turn replay: the text of the last tool-use turn; while replay_active, replay_pos == 0 means the message
+  // has carried no text yet (its first text decides), replay_pos > 0 that a snapshot equal to replay_ref is held.
+  std::string replay_ref;
+  bool replay_active = false;
+  std::size_t replay_pos = 0;
+
+  // pi's auto-retry of a failed model call: what the consumer saw of the current message (assistant deltas since its
+  // start, or the failed attempt's text it repeats), the text of an error-ended message (a retry may follow), and
+  // while a retry is filtered, that text and how much of it the retry has repeated (nothing emitted for it).
+  std::string message_visible;
+  std::string failed_text;
+  std::optional<std::size_t> failed_thoughts_from;  // pending_thoughts of the error-ended message start here
+  std::string retry_ref;
+  bool retry_armed = false;  // auto_retry_start after an error-ended message with text: the next message repeats it
+  bool retry_active = false;
+  std::size_t retry_pos = 0;
+
+  // the assistant message that ended last (until the next message_start): a repeat of its message_end / text_end /
+  // thinking_end (pi printing it twice) adds nothing.
+  bool after_end = false;
+  // text / thinking / tool call id per content index
+  std::vector<std::pair<detail::block_kind, std::string>> ended_blocks;
+  std::string ended_stop_reason;
+
+  // thinking held back (buffered mode)
+  std::vector<std::string> pending_thoughts;
+
+  // tool calls
+  // by id; looked up by string_view
+  std::unordered_map<std::string, detail::tool_state, detail::string_hash, std::equal_to<>> tools;
+  std::vector<std::string> tool_order;  // call order, for closing at finish()
+  // Ids of calls closed in an earlier turn (pruned from `tools`), the last 1,024 of them as in every mapper: a later
+  // event of such a call is ignored. Constant memory however long the run.
+  detail::recent_ids closed_ids{detail::kRememberedClosedCalls};
+
+  // run outcome
+  detail::last_assistant last;
+  detail::usage_total usage;
+  bool any_diverged = false;
+  bool agent_ended = false;  // agent_end since the last agent_start
+  bool finished = false;
+  bool settled = false;
+  bool saw_event = false;
+  bool finish_called = false;
+
+  // invalid output
+  std::vector<std::string> invalid_lines;
+
+  // ---- emission (pi_mapper.cpp) -------------------------------------------------------------------------------------
+  static void emit(std::vector<message>& out, message_type type, json content);
+  void ensure_session(std::vector<message>& out);
+  void emit_text(std::vector<message>& out, std::string_view text);
+  void emit_thought(std::vector<message>& out, std::string text);
+  void status(std::vector<message>& out, std::string_view kind, std::string text, json extra = json::object());
+
+  // ---- assistant text (pi_mapper_text.cpp) --------------------------------------------------------------------------
+  void emit_assistant_chunk(std::vector<message>& out, std::string_view chunk, bool snapshot);
+  void emit_visible(std::vector<message>& out, std::string_view chunk);
+  void retract_failed_attempt(std::vector<message>& out);
+  void settle_retry(std::vector<message>& out);
+  void flush_replay(std::vector<message>& out);
+  void flush_replay_if_holding(std::vector<message>& out);
+  void append_text(std::vector<message>& out, std::size_t index, std::string_view chunk, bool snapshot);
+  void diverged(std::vector<message>& out, std::size_t index, std::string_view final_text);
+  void reconcile_final(std::vector<message>& out, std::size_t index, std::string_view final_text);
+  void reconcile_snapshot_text(std::vector<message>& out, std::size_t index, std::string_view snap);
+
+  // ---- blocks and messages (pi_mapper_text.cpp) ---------------------------------------------------------------------
+  std::size_t resolve_block(std::int64_t content_index, detail::block_kind kind);
+  void begin_message();
+  void ensure_message_open();
+  void release_thought_block(std::vector<message>& out, detail::block_state& b);
+  void collect_thinking(std::vector<message>& out);
+  void release_pending_thoughts(std::vector<message>& out);
+  void abandon_message(std::vector<message>& out);
+  bool repeats_ended_message(const detail::x_event& ev) const;
+  bool repeats_ended_message(const detail::x_message& m) const;
+  void on_update(const detail::x_event& ev, std::vector<message>& out);
+  void apply_snapshot(const detail::x_message& snap, std::vector<message>& out);
+  void on_assistant_end(const detail::x_message& m, std::vector<message>& out);
+
+  // ---- tools (pi_mapper_tools.cpp) ----------------------------------------------------------------------------------
+  void ensure_call(std::vector<message>& out, std::string_view id, std::string_view name, const json* input,
+                   bool synthesized);
+  void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, std::string_view output,
+                   std::string* owned = nullptr);
+  void close_call(std::vector<message>& out, std::string_view id, std::string_view name, const json& result,
+                  bool is_error);
+  void close_from_message(std::vector<message>& out, const detail::x_message& m);
+  void prune_tools();
+
+  // ---- events (pi_mapper.cpp) ---------------------------------------------------------------------------------------
+  void on_session(const detail::x_event& ev, std::vector<message>& out);
+  void apply(detail::x_event& ev, std::vector<message>& out);
+  void record_invalid(std::string_view line);
+
+  // ---- finish (pi_mapper_tools.cpp) ---------------------------------------------------------------------------------
+  json invalid_lines_json() const;
+  void add_common(json& c) const;
+  std::string invalid_note() const;
+  void finish(const run_end& end, std::vector<message>& out);
+};
+
+}  // namespace agenthost::mapper
