@@ -77,13 +77,15 @@ int map_file(const cli::parsed& p, cli::renderer& render) {
   auto mapper = cli::find_agent(p.agent)->make_mapper(p);
   std::vector<transport::message> out;
   process::line_framer framer;
-  auto on_line = [&](const process::line_view& l) {
-    if (l.oversize) mapper->on_oversize_line(l.text, l.total_bytes, out);
-    else mapper->on_line(l.text, out);
-  };
   auto flush = [&] {
     for (const auto& m : out) render(m);
     out.clear();
+  };
+  auto on_line = [&](const process::line_view& l) {
+    if (l.oversize) mapper->on_oversize_line(l.text, l.total_bytes, out);
+    else mapper->on_line(l.text, out);
+    // As the providers do: only an `assistant` text at the end may still take the next line's delta.
+    if (!out.empty() && out.back().type != transport::message_type::assistant) flush();
   };
   for (;;) {
     auto space = framer.prepare(1 << 20);

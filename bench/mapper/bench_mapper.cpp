@@ -9,8 +9,9 @@
 // Benchmarks per transcript, run as repetitions in random interleaved order so that they share the machine's noise:
 //   Mapper             the agent's mapper, on_line for every line, its messages consumed after each line (the worst
 //                      case: every read of the agent's output holds one line)
-//   MapperBatched      as `agenthost map` and the providers: the messages consumed after each 64 KiB of input, with
-//                      merge_adjacent_text (the text deltas of one read become one message)
+//   MapperBatched      as `agenthost map` and the providers: merge_adjacent_text (the text deltas of one read become
+//                      one message), the messages consumed after each 64 KiB read and after every line whose last
+//                      message is not an `assistant` text (which the next delta could still extend)
 //   SimdjsonParseOnly  simdjson On-Demand: iterate each line (stage 1 over the whole line) and read `type`
 //   NlohmannDom        nlohmann::json::parse of each line
 //   LineSplit          memchr over the transcript as one buffer (the floor of any line-based consumer)
@@ -171,10 +172,14 @@ void run_mapper_batched(benchmark::State& state, const bench_kind& k) {
     std::size_t in_read = 0;
     for (const auto& l : t.lines) {
       mapper.on_line(l, out);
-      if ((in_read += l.size() + 1) >= kReadBytes) {
+      // As the providers and `agenthost map` hand messages on: after a line whose last message cannot grow (anything
+      // but an `assistant` text, which the next delta may extend), and at the end of each read.
+      const bool can_grow = out.empty() || out.back().type == agenthost::transport::message_type::assistant;
+      const bool read_done = (in_read += l.size() + 1) >= kReadBytes;
+      if (read_done) in_read = 0;
+      if (read_done || !can_grow) {
         messages += out.size();
         out.clear();
-        in_read = 0;
       }
     }
     mapper.finish({.status = agenthost::process::exited{0}}, out);

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 using namespace agenthost;
@@ -208,6 +210,44 @@ TEST_F(CodexProvider, ToolRunThroughARealProcessMatchesTheMapper) {
   // The same messages as the mapper fed the fixture directly (the exit status is the only addition).
   auto expected = mapped(fixture, {.status = process::exited{0}});
   EXPECT_EQ(lines(merged_text(r.messages)), lines(merged_text(expected)));
+}
+
+// Lines that arrive in one read: every message is handed on as soon as its line is mapped, not after the whole read,
+// except an `assistant` text, which waits for the next line in case that one's delta extends it (merged).
+TEST_F(CodexProvider, MessagesOfOneReadAreHandedOnLineByLine) {
+  const std::vector<std::string> transcript = {
+      R"({"type":"thread.started","thread_id":"t1"})",
+      R"({"type":"turn.started"})",
+      R"({"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"ls","aggregated_output":"","exit_code":null,"status":"in_progress"}})",
+      R"({"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"ls","aggregated_output":"a\n","exit_code":0,"status":"completed"}})",
+      R"({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Hello"}})",
+      R"({"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":" world"}})",
+      R"({"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}})"};
+  const std::string file = dir + "/one-read.jsonl";
+  {
+    std::ofstream f(file);
+    for (const auto& l : transcript) f << l << '\n';
+  }
+  ASSERT_LT(std::filesystem::file_size(file), 4096u);  // one write() of at most PIPE_BUF bytes: one read
+  auto o = stand_in("replay " + file + " --stream");
+  std::vector<std::string> log;
+  o.run.on_agent_line = [&](std::string_view l) {
+    const auto it = std::find(transcript.begin(), transcript.end(), l);
+    log.push_back("line " + std::to_string(it - transcript.begin()));
+  };
+  result r;
+  bool done = false;
+  providers::async_run_codex(io.get_executor(), o, "x",
+                             [&](const message& m) { log.push_back(std::string(transport::to_string(m.type))); },
+                             [&](boost::system::error_code ec, message t) {
+                               r.ec = ec;
+                               r.terminal = std::move(t);
+                               done = true;
+                             });
+  ASSERT_TRUE(run_until(io, [&] { return done; }, 30s));
+  EXPECT_EQ(log, (strings{"line 0", "session.started", "line 1", "line 2", "tool.call", "line 3", "tool.completed",
+                          "line 4", "line 5", "line 6", "assistant", "terminal.completed"}));
+  EXPECT_EQ(r.terminal.content.at("text"), " world");
 }
 
 TEST_F(CodexProvider, RunCodexBlockingHelper) {

@@ -99,6 +99,9 @@ void async_run_agent_impl(boost::asio::any_io_executor ex, spawn_request spawn,
 ///   options.stop (the stop itself cannot be cancelled and always runs to the end), then terminal.cancelled. The
 ///   agent's output is mapped until its stdout closes, also during the stop: what an interrupted agent prints last
 ///   (Claude Code's `result`: usage, cost) still reaches on_message and the terminal.
+/// Delivery: each message reaches on_message right after the agent's line that produced it, on the run's executor;
+///   an `assistant` text waits for the next line of the same read, whose delta is appended to it (one message per run
+///   of deltas in a read), or for the end of the read.
 /// Lifetimes: everything is copied or moved in; `on_message` is called until the handler runs.
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_run_agent(boost::asio::any_io_executor ex, spawn_request spawn,
