@@ -193,11 +193,10 @@ const char* event_parser::fast_members(const char* p, const char* end) {
       if (p == nullptr) return nullptr;
       last_session_.assign(ev_.session_id);
     }
-    if (raw::starts_with(p, end, kParent)) {
-      p += kParent.size();
+    if (raw::consume(p, end, kParent)) {
       ev_.from_subagent = false;
-      if (raw::starts_with(p, end, kUuid)) {
-        p = fast_string(p + kUuid.size(), end, ev_.uuid);
+      if (raw::consume(p, end, kUuid)) {
+        p = fast_string(p, end, ev_.uuid);
         if (p == nullptr) return nullptr;
       }
     }
@@ -248,24 +247,19 @@ bool event_parser::parse_fast(std::string_view line) {
     std::int64_t index = 0;
     p = raw::parse_small_int(p + kDelta.size(), end, index);
     static constexpr std::string_view kDeltaType = R"(,"delta":{"type":")";
-    if (p == nullptr || !raw::starts_with(p, end, kDeltaType)) return false;
-    p += kDeltaType.size();
+    if (p == nullptr || !raw::consume(p, end, kDeltaType)) return false;
     static constexpr std::string_view kText = R"(text_delta","text":)";
     static constexpr std::string_view kThinking = R"(thinking_delta","thinking":)";
     static constexpr std::string_view kInput = R"(input_json_delta","partial_json":)";
     static constexpr std::string_view kSignature = R"(signature_delta","signature":)";
-    if (raw::starts_with(p, end, kText)) {
+    if (raw::consume(p, end, kText)) {
       ev_.delta = delta_kind::text;
-      p += kText.size();
-    } else if (raw::starts_with(p, end, kThinking)) {
+    } else if (raw::consume(p, end, kThinking)) {
       ev_.delta = delta_kind::thinking;
-      p += kThinking.size();
-    } else if (raw::starts_with(p, end, kInput)) {
+    } else if (raw::consume(p, end, kInput)) {
       ev_.delta = delta_kind::input_json;
-      p += kInput.size();
-    } else if (raw::starts_with(p, end, kSignature)) {
+    } else if (raw::consume(p, end, kSignature)) {
       ev_.delta = delta_kind::signature;  // read (and checked) like a text, not used
-      p += kSignature.size();
     } else {
       return false;
     }
@@ -286,8 +280,8 @@ bool event_parser::parse_fast(std::string_view line) {
     }
     if (ev_.delta == delta_kind::signature) ev_.delta_text = {};  // as On-Demand, which does not read it
     p = q;
-    if (!raw::starts_with(p, end, "}}")) return false;
-    p = fast_members(p + 2, end);
+    if (!raw::consume(p, end, "}}")) return false;
+    p = fast_members(p, end);
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::content_block_delta;
     ev_.index = static_cast<double>(index);
@@ -296,9 +290,9 @@ bool event_parser::parse_fast(std::string_view line) {
     std::int64_t index = 0;
     p = raw::parse_small_int(p + kBlockStart.size(), end, index);
     static constexpr std::string_view kBlock = R"(,"content_block":)";
-    if (p == nullptr || !raw::starts_with(p, end, kBlock)) return false;
+    if (p == nullptr || !raw::consume(p, end, kBlock)) return false;
     x_block& b = ev_.content_block;
-    p = fast_object(p + kBlock.size(), end, [&](std::string_view key, const char* v) -> const char* {
+    p = fast_object(p, end, [&](std::string_view key, const char* v) -> const char* {
       if (key == "type") {
         std::string_view t;
         const char* q = fast_string(v, end, t);
@@ -330,8 +324,8 @@ bool event_parser::parse_fast(std::string_view line) {
       return raw::validate_value(v, end, 3);
     });
     static constexpr std::string_view kUsage = R"(,"usage":)";
-    if (p == nullptr || !raw::starts_with(p, end, kUsage)) return false;
-    p = fast_usage(p + kUsage.size(), end, ev_.usage);
+    if (p == nullptr || !raw::consume(p, end, kUsage)) return false;
+    p = fast_usage(p, end, ev_.usage);
     if (p == nullptr || p == end || *p != '}') return false;
     p = fast_members(p + 1, end);
     ev_.kind = line_kind::stream_event;

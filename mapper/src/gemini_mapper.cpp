@@ -157,7 +157,6 @@ class g_parser {
     return true;
   }
 
-
   // ---- On-Demand path ----------------------------------------------------------------------------------------------
 
   /// A field's key: a view of the input when it has no escape (the common case, no copy), else unescaped.
