@@ -900,7 +900,7 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
       for (int c : cfg.scale_coalesce_ms) {
         if (c <= 0) continue;
         for (int k : cfg.agents) runs.push_back({k, 0, true, c});
-        if (cfg.scale_no_mapper_row && synthetic) runs.push_back({cfg.agents.back(), 0, false, c});
+        if (cfg.scale_no_mapper_row) runs.push_back({cfg.agents.back(), 0, false, c});
       }
     }
     bool library_met = false;  // some run() row (coalescing or not) at 100 agents meets both targets

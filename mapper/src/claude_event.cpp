@@ -178,14 +178,14 @@ const char* event_parser::fast_usage(const char* p, const char* end, x_usage& u)
 const char* event_parser::fast_members(const char* p, const char* end) {
   // Claude Code writes these three first, in this order, on nearly every line: read them without the generic loop
   // (the session id is the same bytes line after line). Any other order falls through to the loop.
-  static constexpr std::string_view kSession = R"(,"session_id":")";
-  static constexpr std::string_view kParent = R"(,"parent_tool_use_id":null)";
-  static constexpr std::string_view kUuid = R"(,"uuid":)";
+  static constexpr char kSession[] = R"(,"session_id":")";
+  static constexpr char kParent[] = R"(,"parent_tool_use_id":null)";
+  static constexpr char kUuid[] = R"(,"uuid":)";
   if (raw::starts_with(p, end, kSession)) {
-    const char* body = p + kSession.size();
+    const char* body = p + (sizeof kSession - 1);
     const std::size_t n = last_session_.size();
     if (n != 0 && static_cast<std::size_t>(end - body) > n && body[n] == '"' &&
-        std::memcmp(body, last_session_.data(), n) == 0) {
+        raw::equal_bytes(body, last_session_.data(), n)) {
       ev_.session_id = std::string_view(body, n);
       p = body + n + 1;
     } else {
@@ -232,26 +232,26 @@ const char* event_parser::fast_members(const char* p, const char* end) {
 }
 
 bool event_parser::parse_fast(std::string_view line) {
-  static constexpr std::string_view kDelta = R"({"type":"stream_event","event":{"type":"content_block_delta","index":)";
-  static constexpr std::string_view kSystem = R"({"type":"system","subtype":)";
-  static constexpr std::string_view kBlockStop = R"({"type":"stream_event","event":{"type":"content_block_stop","index":)";
-  static constexpr std::string_view kMessageStop = R"({"type":"stream_event","event":{"type":"message_stop"})";
-  static constexpr std::string_view kBlockStart =
+  static constexpr char kDelta[] = R"({"type":"stream_event","event":{"type":"content_block_delta","index":)";
+  static constexpr char kSystem[] = R"({"type":"system","subtype":)";
+  static constexpr char kBlockStop[] = R"({"type":"stream_event","event":{"type":"content_block_stop","index":)";
+  static constexpr char kMessageStop[] = R"({"type":"stream_event","event":{"type":"message_stop"})";
+  static constexpr char kBlockStart[] =
       R"({"type":"stream_event","event":{"type":"content_block_start","index":)";
-  static constexpr std::string_view kMessageDelta = R"({"type":"stream_event","event":{"type":"message_delta","delta":)";
-  static constexpr std::string_view kMessageStart =
+  static constexpr char kMessageDelta[] = R"({"type":"stream_event","event":{"type":"message_delta","delta":)";
+  static constexpr char kMessageStart[] =
       R"({"type":"stream_event","event":{"type":"message_start","message":)";
   const char* p = line.data();
   const char* const end = p + line.size();
   if (raw::starts_with(p, end, kDelta)) {  // the most frequent line first
     std::int64_t index = 0;
-    p = raw::parse_small_int(p + kDelta.size(), end, index);
-    static constexpr std::string_view kDeltaType = R"(,"delta":{"type":")";
+    p = raw::parse_small_int(p + (sizeof kDelta - 1), end, index);
+    static constexpr char kDeltaType[] = R"(,"delta":{"type":")";
     if (p == nullptr || !raw::consume(p, end, kDeltaType)) return false;
-    static constexpr std::string_view kText = R"(text_delta","text":)";
-    static constexpr std::string_view kThinking = R"(thinking_delta","thinking":)";
-    static constexpr std::string_view kInput = R"(input_json_delta","partial_json":)";
-    static constexpr std::string_view kSignature = R"(signature_delta","signature":)";
+    static constexpr char kText[] = R"(text_delta","text":)";
+    static constexpr char kThinking[] = R"(thinking_delta","thinking":)";
+    static constexpr char kInput[] = R"(input_json_delta","partial_json":)";
+    static constexpr char kSignature[] = R"(signature_delta","signature":)";
     if (raw::consume(p, end, kText)) {
       ev_.delta = delta_kind::text;
     } else if (raw::consume(p, end, kThinking)) {
@@ -288,8 +288,8 @@ bool event_parser::parse_fast(std::string_view line) {
   } else if (raw::starts_with(p, end, kBlockStart)) {
     ev_.cold_dirty = true;  // sets fields reset() only clears after such lines
     std::int64_t index = 0;
-    p = raw::parse_small_int(p + kBlockStart.size(), end, index);
-    static constexpr std::string_view kBlock = R"(,"content_block":)";
+    p = raw::parse_small_int(p + (sizeof kBlockStart - 1), end, index);
+    static constexpr char kBlock[] = R"(,"content_block":)";
     if (p == nullptr || !raw::consume(p, end, kBlock)) return false;
     x_block& b = ev_.content_block;
     p = fast_object(p, end, [&](std::string_view key, const char* v) -> const char* {
@@ -318,12 +318,12 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.index = static_cast<double>(index);
   } else if (raw::starts_with(p, end, kMessageDelta)) {
     ev_.cold_dirty = true;
-    p = fast_object(p + kMessageDelta.size(), end, [&](std::string_view key, const char* v) -> const char* {
+    p = fast_object(p + (sizeof kMessageDelta - 1), end, [&](std::string_view key, const char* v) -> const char* {
       if (key == "stop_reason") return fast_opt_string(v, end, ev_.stop_reason);
       if (key == "type" || key == "text" || key == "thinking" || key == "partial_json") return nullptr;
       return raw::validate_value(v, end, 3);
     });
-    static constexpr std::string_view kUsage = R"(,"usage":)";
+    static constexpr char kUsage[] = R"(,"usage":)";
     if (p == nullptr || !raw::consume(p, end, kUsage)) return false;
     p = fast_usage(p, end, ev_.usage);
     if (p == nullptr || p == end || *p != '}') return false;
@@ -332,7 +332,7 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.api = api_kind::message_delta;
   } else if (raw::starts_with(p, end, kMessageStart)) {
     ev_.cold_dirty = true;
-    p = fast_object(p + kMessageStart.size(), end, [&](std::string_view key, const char* v) -> const char* {
+    p = fast_object(p + (sizeof kMessageStart - 1), end, [&](std::string_view key, const char* v) -> const char* {
       if (key == "id") return fast_opt_string(v, end, ev_.api_message_id);
       if (key == "model") return fast_opt_string(v, end, ev_.api_model);
       if (key == "usage") return fast_usage(v, end, ev_.usage);
@@ -344,7 +344,7 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.api = api_kind::message_start;
   } else if (raw::starts_with(p, end, kBlockStop)) {
     std::int64_t index = 0;
-    p = raw::parse_small_int(p + kBlockStop.size(), end, index);
+    p = raw::parse_small_int(p + (sizeof kBlockStop - 1), end, index);
     if (p == nullptr || p == end || *p != '}') return false;
     p = fast_members(p + 1, end);
     ev_.kind = line_kind::stream_event;
@@ -352,12 +352,12 @@ bool event_parser::parse_fast(std::string_view line) {
     ev_.index = static_cast<double>(index);
   } else if (raw::starts_with(p, end, kMessageStop)) {
     // An `abandoned_blocks` member makes fast_members give up: such a line goes to On-Demand.
-    p = fast_members(p + kMessageStop.size(), end);
+    p = fast_members(p + (sizeof kMessageStop - 1), end);
     ev_.kind = line_kind::stream_event;
     ev_.api = api_kind::message_stop;
   } else if (raw::starts_with(p, end, kSystem)) {
     std::string_view subtype;
-    p = fast_string(p + kSystem.size(), end, subtype);
+    p = fast_string(p + (sizeof kSystem - 1), end, subtype);
     if (p == nullptr || subtype == "init" || subtype == "api_retry") return false;  // lines with fields to read
     ev_.subtype = subtype;
     p = fast_members(p, end);

@@ -312,11 +312,46 @@ inline bool consume(const char*& p, const char* end, std::string_view s) noexcep
   return true;
 }
 
+/// Whether the `n` bytes at `a` and `b` are equal: inline 8-byte loads for n ≥ 8 (an id compared on every line, where
+/// a memcmp call costs more than the comparison).
+[[gnu::always_inline]] inline bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
+  if (n < 8) return std::memcmp(a, b, n) == 0;
+  const auto load = [](const char* q) noexcept {
+    std::uint64_t v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
+  };
+  std::uint64_t diff = load(a + n - 8) ^ load(b + n - 8);
+  for (std::size_t i = 0; i + 8 < n; i += 8) diff |= load(a + i) ^ load(b + i);
+  return diff == 0;
+}
+
+/// The `N` bytes at `p` equal those at `s`, for N ≥ 8: 8-byte loads XORed together (the last one overlapping), one
+/// branch. With `s` a literal its loads are constants; memcmp of a constant length above ~32 bytes stays a call.
+template <std::size_t N>
+[[gnu::always_inline]] inline bool equal_words(const char* p, const char* s) noexcept {
+  static_assert(N >= 8);
+  const auto load = [](const char* q) noexcept {
+    std::uint64_t v;
+    std::memcpy(&v, q, sizeof v);
+    return v;
+  };
+  std::uint64_t diff = 0;
+  for (std::size_t i = 0; i + 8 <= N; i += 8) diff |= load(p + i) ^ load(s + i);
+  if constexpr (N % 8 != 0) diff |= load(p + N - 8) ^ load(s + N - 8);
+  return diff == 0;
+}
+
 /// The same for a string literal: its length is a constant, so the comparison compiles to a few loads instead of a
-/// memcmp call (the fast paths compare a dozen literals per line).
+/// memcmp call (the fast paths compare a dozen literals per line, some of them 60–70 bytes long).
 template <std::size_t N>
 [[gnu::always_inline]] inline bool starts_with(const char* p, const char* end, const char (&s)[N]) noexcept {
-  return static_cast<std::size_t>(end - p) >= N - 1 && std::memcmp(p, s, N - 1) == 0;
+  if (static_cast<std::size_t>(end - p) < N - 1) return false;
+  if constexpr (N - 1 >= 8) {
+    return equal_words<N - 1>(p, s);
+  } else {
+    return std::memcmp(p, s, N - 1) == 0;
+  }
 }
 template <std::size_t N>
 [[gnu::always_inline]] inline bool consume(const char*& p, const char* end, const char (&s)[N]) noexcept {
