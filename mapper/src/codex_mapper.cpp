@@ -2,17 +2,12 @@
 // docs/contract.md ("Codex mapping").
 #include <agenthost/mapper/codex_mapper.hpp>
 
+#include "codex_event.hpp"
 #include "mapper_core.hpp"
-#include "ondemand_fields.hpp"
-#include "ondemand_util.hpp"
-#include "raw_scan.hpp"
 #include "text_util.hpp"
 
 #include <nlohmann/json.hpp>
-#include <simdjson.h>
 
-#include <cstdint>
-#include <cstring>
 #include <unordered_set>
 
 namespace agenthost::mapper {
@@ -22,9 +17,10 @@ using transport::message_type;
 using json = nlohmann::json;
 using simdjson::error_code;
 using namespace detail;
+using codex::event_kind;
+using codex::x_item;
 
 namespace {
-
 
 // The tool names reported for codex's item types. Codex 0.171.0 runs commands through its `exec_command` tool
 // (unified exec) and reports them as `/bin/bash -lc '…'`; older versions call the same tool `shell`. "shell" names
@@ -32,93 +28,6 @@ namespace {
 constexpr std::string_view kShellTool = "shell";
 constexpr std::string_view kPatchTool = "apply_patch";
 constexpr std::string_view kWebSearchTool = "web_search";
-
-// One parsed item (fields of all item types; what an item type does not have stays empty).
-struct x_item {
-  std::string_view id, type, text, message, command, aggregated_output, status, server, tool, query;
-  bool has_id = false, has_type = false, has_text = false;
-  std::optional<long long> exit_code{};
-  json changes, arguments, result, error, action, items;  // null when absent
-
-  /// As a default-constructed item, without rebuilding the JSON members that are already null.
-  void reset() noexcept {
-    id = type = text = message = command = aggregated_output = status = server = tool = query = {};
-    has_id = has_type = has_text = false;
-    exit_code.reset();
-    for (json* j : {&changes, &arguments, &result, &error, &action, &items})
-      if (!j->is_null()) *j = nullptr;
-  }
-};
-
-enum class event_kind { unknown, thread_started, turn_started, turn_completed, turn_failed, item_started,
-                        item_updated, item_completed, error };
-
-struct x_event {
-  event_kind kind = event_kind::unknown;
-  bool has_type = false;
-  /// A field the mapper reads had the wrong JSON type: the line is invalid unless its type is one the mapper ignores.
-  bool wrong_type = false;
-  std::string_view thread_id, message, error_message;
-  bool has_usage = false, has_item = false, has_error_message = false;
-  long long input = 0, cached = 0, cache_write = 0, output = 0, reasoning = 0;
-  x_item item;
-};
-
-event_kind kind_of(std::string_view t) noexcept {
-  if (t == "item.completed") return event_kind::item_completed;
-  if (t == "item.started") return event_kind::item_started;
-  if (t == "item.updated") return event_kind::item_updated;
-  if (t == "thread.started") return event_kind::thread_started;
-  if (t == "turn.started") return event_kind::turn_started;
-  if (t == "turn.completed") return event_kind::turn_completed;
-  if (t == "turn.failed") return event_kind::turn_failed;
-  if (t == "error") return event_kind::error;
-  return event_kind::unknown;
-}
-
-error_code read_json(od::value& v, json& out, string_arena& arena) { return to_json(v, out, arena); }
-
-error_code parse_item(od::object obj, x_item& it, string_arena& arena, bool& wrong_type) {
-  return for_fields(obj, wrong_type, [&](std::string_view key, od::value& v) -> error_code {
-    if (key == "id") return read_string(v, it.id, arena, &it.has_id);
-    if (key == "type") return read_string(v, it.type, arena, &it.has_type);
-    if (key == "text") return read_string(v, it.text, arena, &it.has_text);
-    if (key == "message") return read_string(v, it.message, arena);
-    if (key == "command") return read_string(v, it.command, arena);
-    if (key == "aggregated_output") return read_string(v, it.aggregated_output, arena);
-    if (key == "status") return read_string(v, it.status, arena);
-    if (key == "server") return read_string(v, it.server, arena);
-    if (key == "tool") return read_string(v, it.tool, arena);
-    if (key == "query") return read_string(v, it.query, arena);
-    if (key == "exit_code") return read_int(v, it.exit_code);
-    if (key == "changes") return read_json(v, it.changes, arena);
-    if (key == "arguments") return read_json(v, it.arguments, arena);
-    if (key == "result") return read_json(v, it.result, arena);
-    if (key == "error") return read_json(v, it.error, arena);
-    if (key == "action") return read_json(v, it.action, arena);
-    if (key == "items") return read_json(v, it.items, arena);
-    return simdjson::SUCCESS;
-  });
-}
-
-error_code parse_usage(od::object obj, x_event& ev) {
-  ev.has_usage = true;
-  return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
-    if (key == "input_tokens") return read_count(v, ev.input);
-    if (key == "cached_input_tokens") return read_count(v, ev.cached);
-    if (key == "cache_write_input_tokens") return read_count(v, ev.cache_write);
-    if (key == "output_tokens") return read_count(v, ev.output);
-    if (key == "reasoning_output_tokens") return read_count(v, ev.reasoning);
-    return simdjson::SUCCESS;
-  });
-}
-
-error_code parse_error_object(od::object obj, x_event& ev, string_arena& arena) {
-  return for_fields(obj, ev.wrong_type, [&](std::string_view key, od::value& v) -> error_code {
-    if (key == "message") return read_string(v, ev.error_message, arena, &ev.has_error_message);
-    return simdjson::SUCCESS;
-  });
-}
 
 /// The text parts of an MCP result `{content: [{type: "text", text}…]}`, joined with '\n'.
 std::string mcp_result_text(const json& result) {
@@ -222,9 +131,6 @@ class id_set {
   std::unordered_set<std::string, string_hash, std::equal_to<>> others_;
 };
 
-using raw::consume;
-using raw::starts_with;
-
 }  // namespace
 
 std::optional<int> codex_http_status(std::string_view m) noexcept {
@@ -273,23 +179,12 @@ struct codex_mapper::impl {
                           .max_invalid_lines = options.max_invalid_lines,
                           .max_invalid_line_bytes = options.max_invalid_line_bytes,
                           .requested_session_id = options.requested_session_id,
-                          .merge_adjacent_text = options.merge_adjacent_text}) {
-    // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
-    [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
-    utf8 = simdjson::get_active_implementation();
-  }
+                          .merge_adjacent_text = options.merge_adjacent_text}) {}
 
   codex_mapper_options options;
   mapper_core core;
-
-  // ---- parsing: one On-Demand parser and one padded buffer for the mapper's lifetime --------------------------
-  padded_line padded;
-  string_arena arena;
-  x_event ev;
-  const simdjson::implementation* utf8 = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
-  std::string fast_text;     // fast path: the unescaped text / aggregated_output
-  std::string fast_command;  // fast path: the unescaped command
-  std::string fast_status;   // fast path: the status
+  codex::event_parser parser;  // phase 1: the line's event (codex_event.hpp)
+  const codex::x_event& ev = parser.event();
 
   // ---- run state --------------------------------------------------------------------------------------------------
   bool finished = false;         // turn.completed / turn.failed seen since the last turn.started
@@ -308,135 +203,6 @@ struct codex_mapper::impl {
   std::vector<std::string> held_thoughts;  // buffered reasoning, released when the turn ends
   std::string last_todo;                   // the last todo list reported, so an unchanged one is not repeated
 
-
-  // Fast path for the lines that make up nearly all of a run, exactly as codex prints them (serde's field order):
-  //   {"type":"item.completed","item":{"id":"…","type":"agent_message"|"reasoning","text":"…"}}
-  //   {"type":"item.started"|"item.updated"|"item.completed","item":{"id":"…","type":"command_execution",
-  //    "command":"…","aggregated_output":"…","exit_code":null|<int>,"status":"…"}}
-  // It checks the UTF-8 of the whole line, every string (closed, no raw control character, valid escapes), the
-  // integer, and that nothing but whitespace follows, and unescapes the strings in the same pass — no stage 1 over
-  // the line, no second copy. Anything else (another key order, an escaped id, more fields…) returns false and the
-  // line takes the On-Demand path, which accepts a superset of these lines and yields the same event for them.
-  bool parse_fast(std::string_view line) {
-    const char* p = line.data();
-    const char* const end = p + line.size();
-    if (!consume(p, end, R"({"type":"item.)")) return false;
-    event_kind kind = event_kind::unknown;
-    if (consume(p, end, "completed")) kind = event_kind::item_completed;
-    else if (consume(p, end, "started")) kind = event_kind::item_started;
-    else if (consume(p, end, "updated")) kind = event_kind::item_updated;
-    else return false;
-    if (!consume(p, end, R"(","item":{"id":)")) return false;
-    if (p == end || *p != '"') return false;
-    const char* id_end = nullptr;
-    bool escaped = false;
-    const char* const id_begin = p + 1;
-    p = raw::scan_string(p, end, id_end, escaped);
-    if (p == nullptr || escaped || !consume(p, end, R"(,"type":")")) return false;
-    // A string member `,"key":"…"` (or `"key":` first), unescaped into `out`.
-    auto member = [&](const auto& key_colon, std::string& out) {
-      if (!consume(p, end, key_colon)) return false;
-      if (p == end || *p != '"') return false;
-      out.clear();
-      p = scan_unescape_append(p, end, out);
-      return p != nullptr;
-    };
-    // Filled in place: on failure the On-Demand path starts from a fresh event anyway.
-    x_item& item = ev.item;
-    item.reset();
-    if (starts_with(p, end, R"(agent_message",)") || starts_with(p, end, R"(reasoning",)")) {
-      if (kind != event_kind::item_completed) return false;
-      item.type = *p == 'a' ? std::string_view("agent_message") : std::string_view("reasoning");
-      p += item.type.size() + 2;
-      if (!member(R"("text":)", fast_text)) return false;
-      item.text = fast_text;
-      item.has_text = true;
-    } else if (starts_with(p, end, R"(command_execution",)")) {
-      item.type = "command_execution";
-      p += item.type.size() + 2;
-      if (!member(R"("command":)", fast_command) || !member(R"(,"aggregated_output":)", fast_text)) return false;
-      if (!consume(p, end, R"(,"exit_code":)")) return false;
-      if (!consume(p, end, "null")) {
-        std::int64_t code = 0;
-        p = raw::parse_small_int(p, end, code);
-        if (p == nullptr || code < INT32_MIN || code > INT32_MAX) return false;
-        item.exit_code = code;
-      }
-      if (!member(R"(,"status":)", fast_status)) return false;
-      item.command = fast_command;
-      item.aggregated_output = fast_text;
-      item.status = fast_status;
-    } else {
-      return false;
-    }
-    if (end - p < 2 || p[0] != '}' || p[1] != '}' || raw::skip_ws(p + 2, end) != end) return false;
-    if (!utf8->validate_utf8(line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
-    item.id = std::string_view(id_begin, static_cast<std::size_t>(id_end - id_begin));
-    item.has_id = item.has_type = true;
-    ev.kind = kind;
-    ev.has_type = ev.has_item = true;
-    ev.wrong_type = ev.has_usage = ev.has_error_message = false;
-    ev.thread_id = ev.message = ev.error_message = {};
-    return true;
-  }
-
-  // Fills `ev`; an error means the line is invalid.
-  error_code parse(std::string_view line) {
-    if (parse_fast(line)) return simdjson::SUCCESS;
-    ev = x_event{};
-    if (!arena.empty()) arena.clear();
-    od::document doc;
-    if (auto e = padded.iterate(line, doc)) return e;
-    od::object root;
-    if (auto e = doc.get_object().get(root)) return e;
-    bool item_wrong_type = false;
-    for (auto field_result : root) {
-      od::field field;
-      if (auto e = std::move(field_result).get(field)) return e;
-      std::string_view key;
-      if (auto e = field.unescaped_key().get(key)) return e;
-      od::value v = field.value();
-      error_code e = simdjson::SUCCESS;
-      if (key == "type") {
-        std::string_view t;
-        // A `type` that is not a string makes the line invalid whatever else it holds.
-        if (auto te = read_string(v, t, arena, &ev.has_type)) return te;
-        ev.kind = kind_of(t);
-      } else if (key == "thread_id") {
-        e = read_string(v, ev.thread_id, arena);
-      } else if (key == "message") {
-        e = read_string(v, ev.message, arena);
-      } else if (key == "usage") {
-        e = read_object(v, [&](od::object o) { return parse_usage(o, ev); });
-      } else if (key == "error") {
-        e = read_object(v, [&](od::object o) { return parse_error_object(o, ev, arena); });
-      } else if (key == "item") {
-        od::json_type t{};
-        if (auto te = v.type().get(t)) return te;
-        if (t != od::json_type::object) {
-          item_wrong_type = t != od::json_type::null;
-          continue;
-        }
-        od::object o;
-        if (auto oe = v.get_object().get(o)) return oe;
-        e = parse_item(o, ev.item, arena, ev.wrong_type);
-        ev.has_item = true;
-      }
-      if (auto f = note(e, ev.wrong_type)) return f;
-    }
-    if (!ev.has_type) return simdjson::NO_SUCH_FIELD;
-    if (auto e = check_end(doc)) return e;
-    // Event types the mapper ignores are not checked further (their fields may mean something else).
-    if (ev.kind == event_kind::unknown) return simdjson::SUCCESS;
-    if (ev.wrong_type) return simdjson::INCORRECT_TYPE;
-    const bool item_event = ev.kind == event_kind::item_started || ev.kind == event_kind::item_updated ||
-                            ev.kind == event_kind::item_completed;
-    // An item event needs an item with an id and a type; thread.started its id.
-    if (item_event && (item_wrong_type || !ev.has_item || !ev.item.has_id || !ev.item.has_type))
-      return simdjson::INCORRECT_TYPE;
-    if (ev.kind == event_kind::thread_started && ev.thread_id.empty()) return simdjson::INCORRECT_TYPE;
-    return simdjson::SUCCESS;
-  }
 
   // ---- mapping ----------------------------------------------------------------------------------------------------
 
@@ -573,12 +339,8 @@ struct codex_mapper::impl {
       // The usual case: the whole message at once, nothing of it emitted before.
       core.text(out, text);
       done_items.insert(it.id);
-      if (text.data() == fast_text.data()) {
-        // Keep the text as the final one without copying it again; fast_text reuses the old buffer.
-        std::swap(final_text, fast_text);
-      } else {
-        final_text.assign(text);
-      }
+      // Keep the text as the final one without copying it again when it is the parser's own buffer.
+      if (!parser.take_text(text, final_text)) final_text.assign(text);
       return;
     }
     if (it.id != message_id) {
@@ -698,7 +460,7 @@ void codex_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;
   if (!m.core.begin_line(line)) return;  // after finish(), or a blank line
   try {
-    if (m.parse(line) != simdjson::SUCCESS) {
+    if (m.parser.parse(line) != simdjson::SUCCESS) {
       m.core.record_invalid(line);
       return;
     }
