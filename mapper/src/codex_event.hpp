@@ -47,7 +47,7 @@ struct x_event {
   x_item item;
 };
 
-
+/// One per mapper: the On-Demand parser, its padded buffer and the fast path's buffers are reused line after line.
 class event_parser {
  public:
   event_parser();
