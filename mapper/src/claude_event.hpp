@@ -5,9 +5,9 @@
 //
 // Stream lines — `content_block_delta` (one per token), `content_block_start`/`_stop`, `message_start`/`_delta`/`_stop`
 // — and the system lines Claude prints beside them (`thinking_tokens`, `status`), in the exact compact form Claude
-// writes, first go through a strict byte scan
-// (raw_scan.hpp: UTF-8 validation of the whole line, every string closed and free of raw control characters, the
-// grammar of every skipped value, nothing after the object). The scan reads the same fields with the same rules; any
+// writes, first go through a strict byte scan (claude_event_fast.cpp, on raw_scan.hpp: UTF-8 validation of the whole
+// line, every string closed and free of raw control characters, the grammar of every skipped value, nothing after the
+// object). The scan reads the same fields with the same rules; any
 // line it does not handle exactly as the On-Demand path would (another shape, an escaped key, a repeated or unusual
 // root key, a non-canonical number…) goes through simdjson On-Demand from scratch, which decides. So the accepted set
 // and the events are the same either way.
@@ -53,6 +53,8 @@ enum class api_kind : std::uint8_t {
 enum class delta_kind : std::uint8_t { unknown, text, thinking, input_json, signature };
 
 enum class block_kind : std::uint8_t { other, text, thinking, tool_use, tool_result };
+/// The kind of a content block from its `type` (both parsing paths).
+block_kind classify_block(std::string_view t) noexcept;
 
 /// Anthropic usage numbers (message_start.message.usage, message_delta.usage, result.usage).
 struct x_usage {
