@@ -8,7 +8,6 @@
 #include "reaper_server.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,8 +26,6 @@
 
 namespace agenthost::process::detail {
 
-using clock_type = std::chrono::steady_clock;
-
 std::optional<exit_status> try_reap(int pidfd) {
   if (pidfd < 0) return exit_status{unknown_status{}};
   siginfo_t info{};
@@ -43,18 +40,6 @@ std::optional<exit_status> try_reap(int pidfd) {
     case CLD_KILLED: return exit_status{signaled{info.si_status, false}};
     case CLD_DUMPED: return exit_status{signaled{info.si_status, true}};
     default: return exit_status{unknown_status{}};
-  }
-}
-
-bool poll_readable(int fd, std::chrono::milliseconds timeout) {
-  pollfd p{fd, POLLIN, 0};
-  const auto deadline = clock_type::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-    const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return false;
   }
 }
 
@@ -288,11 +273,7 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
       if (!started) {
         ctl_parent.reset();  // EOF makes the reaper kill whatever it started and exit
         if (pidfd) poll_readable(pidfd.get(), std::chrono::milliseconds{2000});
-        if (pidfd && !try_reap(pidfd.get())) {
-          pidfd_send_signal(pidfd.get(), SIGKILL);
-          siginfo_t info{};
-          ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd.get()), &info, WEXITED);
-        }
+        if (pidfd && !try_reap(pidfd.get())) kill_and_reap(pidfd.get());
         return started.error();
       }
       agent_pid = started->agent_pid;

@@ -11,7 +11,6 @@
 
 #include <boost/system/result.hpp>
 
-#include <chrono>
 #include <optional>
 #include <string>
 
@@ -38,8 +37,5 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
 /// waitid(P_PIDFD, WNOHANG): the status, or nullopt while the process runs. ECHILD (someone else reaped it: a host
 /// that ignores SIGCHLD, or calls waitpid(-1)) gives unknown_status; so does a negative `pidfd`.
 std::optional<exit_status> try_reap(int pidfd);
-
-/// poll(POLLIN) on `fd` for at most `timeout`, retrying on EINTR: true when readable (or hung up).
-bool poll_readable(int fd, std::chrono::milliseconds timeout);
 
 }  // namespace agenthost::process::detail

@@ -4,9 +4,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -14,6 +17,10 @@
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 
 namespace agenthost::process::detail {
 
@@ -144,6 +151,26 @@ int pidfd_open(int pid) noexcept { return static_cast<int>(::syscall(SYS_pidfd_o
 
 int pidfd_send_signal(int pidfd, int sig) noexcept {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+bool poll_readable(int fd, std::chrono::milliseconds timeout) noexcept {
+  using clock_type = std::chrono::steady_clock;
+  pollfd p{fd, POLLIN, 0};
+  const auto deadline = clock_type::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return false;
+  }
+}
+
+void kill_and_reap(int pidfd) noexcept {
+  pidfd_send_signal(pidfd, SIGKILL);
+  siginfo_t info{};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) != 0 && errno == EINTR) {
+  }
 }
 
 bool signal_process(const proc_entry& e, int sig) noexcept {

@@ -2,6 +2,7 @@
 // walk is complete) and by the session-containment fallback (where it is best effort).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 #include <unordered_set>
@@ -43,6 +44,15 @@ std::vector<proc_entry> processes_with_env(const std::vector<proc_entry>& all, s
 /// pidfd_open / pidfd_send_signal through syscall(2): glibc 2.36's <sys/pidfd.h> lacks C++ linkage guards.
 int pidfd_open(int pid) noexcept;
 int pidfd_send_signal(int pidfd, int sig) noexcept;
+
+/// poll(POLLIN) on `fd` for at most `timeout`, retrying on EINTR: true when readable or hung up (for a pidfd: the
+/// process has exited). A timeout of 0 only looks.
+bool poll_readable(int fd, std::chrono::milliseconds timeout) noexcept;
+
+/// SIGKILL through `pidfd`, then waitid(P_PIDFD, WEXITED) until it is reaped: blocks only as long as the kernel takes
+/// to end the process (SIGKILL cannot be caught or blocked). For our own child; ECHILD (the kernel reaped it: the host
+/// ignores SIGCHLD) ends the wait too.
+void kill_and_reap(int pidfd) noexcept;
 
 /// Signal `e` safely: open a pidfd, re-check that /proc still shows the same process (start time), then signal
 /// through the pidfd — so a recycled PID never receives it. Returns false when the process is gone.

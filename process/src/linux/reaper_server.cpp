@@ -5,7 +5,6 @@
 #include "../posix/fd_passing.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -14,10 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 
 namespace agenthost::process::detail {
 namespace {
@@ -37,21 +32,9 @@ server_state& state() {
   return *s;
 }
 
-bool exited(int pidfd) {
-  pollfd p{pidfd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1;
-}
-
 // Forget the server; kill and reap it when it is ours (it may be alive but unusable, e.g. stopped).
 void reset(server_state& s, bool ours) {
-  if (ours && s.pidfd) {
-    pidfd_send_signal(s.pidfd.get(), SIGKILL);
-    siginfo_t info{};
-    // Ends at once: SIGKILL is not blockable. ECHILD when the host ignores SIGCHLD (the kernel reaped it).
-    while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.pidfd.get()), &info, WEXITED) != 0 &&
-           errno == EINTR) {
-    }
-  }
+  if (ours && s.pidfd) kill_and_reap(s.pidfd.get());
   s.sock.reset();
   s.pidfd.reset();
   s.owner = 0;
@@ -126,7 +109,7 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
   std::lock_guard lock(s.m);
   if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
   if (s.sock && s.reaper != reaper) return ENOTSUP;
-  if (s.sock && exited(s.pidfd.get())) reset(s, true);
+  if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
   if (!s.sock) return ESRCH;
   const int err = send_request(s.sock.get(), payload, request);
   if (err == 0) return 0;
@@ -141,7 +124,7 @@ int start_spawn_server(const std::filesystem::path& reaper) {
   auto& s = state();
   std::lock_guard lock(s.m);
   if (s.sock && s.owner != ::getpid()) reset(s, false);
-  if (s.sock && exited(s.pidfd.get())) reset(s, true);
+  if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
   if (s.sock) return s.reaper == reaper ? 0 : ENOTSUP;
   return start(s, reaper);
 }
