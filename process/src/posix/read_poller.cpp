@@ -29,25 +29,36 @@ void read_poller::shutdown() {
   // references to their children) so nothing is kept alive past the context.
   std::lock_guard lock(mutex_);
   shut_down_ = true;
+  for (const auto& a : armed_) a->armed = false;
   armed_.clear();
 }
 
 void read_poller::arm(const std::shared_ptr<poll_source>& s) {
   std::lock_guard lock(mutex_);
   if (shut_down_) return;
-  if (std::find(armed_.begin(), armed_.end(), s) == armed_.end()) armed_.push_back(s);
+  if (!s->armed) {
+    s->armed = true;
+    armed_.push_back(s);
+  }
   if (!ticking_) {
     ticking_ = true;
+    tick_interval_ = s->interval;
     start_timer_locked(clock_type::now() + s->interval);
-  } else if (clock_type::now() + s->interval < deadline_) {
-    // A child with a shorter interval than the running tick: bring the tick forward.
+  } else if (s->interval < tick_interval_ && clock_type::now() + s->interval < deadline_) {
+    // A child with a shorter interval than the running tick: bring the tick forward. (With an interval no shorter, the
+    // running tick is due within it already: no clock read on this path, which every read of every child takes.)
+    tick_interval_ = s->interval;
     start_timer_locked(clock_type::now() + s->interval);
   }
 }
 
 void read_poller::disarm(const poll_source* s) {
   std::lock_guard lock(mutex_);
-  std::erase_if(armed_, [s](const auto& a) { return a.get() == s; });
+  std::erase_if(armed_, [s](const auto& a) {
+    if (a.get() != s) return false;
+    a->armed = false;
+    return true;
+  });
   // The tick stops by itself when it finds nothing armed.
 }
 
@@ -92,6 +103,7 @@ void read_poller::on_tick() {
       std::size_t keep = 0;
       for (std::size_t i = 0; i < armed_.size(); ++i) {
         if (fds[i].revents != 0) {
+          armed_[i]->armed = false;
           ready.push_back(std::move(armed_[i]));
         } else {
           armed_[keep++] = std::move(armed_[i]);
@@ -104,6 +116,7 @@ void read_poller::on_tick() {
     for (const auto& a : armed_) interval = std::min(interval, a->interval);
     for (const auto& r : ready) interval = std::min(interval, r->interval);
     const auto now = clock_type::now();
+    tick_interval_ = interval;
     start_timer_locked(std::max(deadline_ + interval, now));
   }
   // Outside the mutex: on_ready arms again (and may complete a user handler that spawns, destroys or reads).
