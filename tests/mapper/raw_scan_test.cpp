@@ -1,0 +1,65 @@
+// The byte comparisons the fast paths are built on (mapper/src/raw_scan.hpp): the word-wise compare of long literals
+// and of runtime lengths must agree with memcmp for every length and every position of a difference.
+#include "raw_scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace raw = agenthost::mapper::detail::raw;
+
+namespace {
+
+// A literal of each interesting length class: < 8 (memcmp), 8, 9–15, 16, a multiple of 8, and 57–72 like Claude's.
+constexpr char k7[] = R"({"type")";
+constexpr char k8[] = R"({"type":)";
+constexpr char k13[] = R"(,"uuid":null})";
+constexpr char k16[] = R"({"type":"error",)";
+constexpr char k32[] = R"({"type":"item.completed","item")";
+constexpr char k68[] = R"({"type":"stream_event","event":{"type":"content_block_delta","index":)";
+
+template <std::size_t N>
+void expect_literal_compare(const char (&lit)[N]) {
+  const std::string exact(lit, N - 1);
+  const std::string longer = exact + R"(0,"x":1})";
+  EXPECT_TRUE(raw::starts_with(exact.data(), exact.data() + exact.size(), lit)) << exact;
+  EXPECT_TRUE(raw::starts_with(longer.data(), longer.data() + longer.size(), lit)) << exact;
+  // One byte short: never read past the end, always false.
+  EXPECT_FALSE(raw::starts_with(exact.data(), exact.data() + exact.size() - 1, lit)) << exact;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    std::string changed = longer;
+    changed[i] = static_cast<char>(changed[i] ^ 0x20);
+    EXPECT_FALSE(raw::starts_with(changed.data(), changed.data() + changed.size(), lit)) << exact << " at " << i;
+    const char* p = changed.data();
+    EXPECT_FALSE(raw::consume(p, changed.data() + changed.size(), lit));
+    EXPECT_EQ(p, changed.data()) << "consume moved on a mismatch";
+  }
+  const char* p = longer.data();
+  EXPECT_TRUE(raw::consume(p, longer.data() + longer.size(), lit));
+  EXPECT_EQ(p, longer.data() + (N - 1));
+}
+
+}  // namespace
+
+TEST(RawScan, LiteralsOfEveryLengthClassCompareLikeMemcmp) {
+  expect_literal_compare(k7);
+  expect_literal_compare(k8);
+  expect_literal_compare(k13);
+  expect_literal_compare(k16);
+  expect_literal_compare(k32);
+  expect_literal_compare(k68);
+}
+
+TEST(RawScan, EqualBytesFindsADifferenceAtEveryPositionOfEveryLength) {
+  const std::string base = "0123456789abcdef-0123456789ABCDEF-session-id-like-bytes-0123456789";
+  for (std::size_t n = 0; n <= base.size(); ++n) {
+    const std::string a = base.substr(0, n);
+    std::string b = a;
+    EXPECT_TRUE(raw::equal_bytes(a.data(), b.data(), n)) << n;
+    for (std::size_t i = 0; i < n; ++i) {
+      b[i] = static_cast<char>(b[i] ^ 0x01);
+      EXPECT_FALSE(raw::equal_bytes(a.data(), b.data(), n)) << "length " << n << ", difference at " << i;
+      b[i] = a[i];
+    }
+  }
+}
