@@ -300,20 +300,10 @@ inline const char* validate_value(const char* p, const char* end, int depth) noe
   }
 }
 
-/// Whether [p, end) starts with the bytes of `s`.
-inline bool starts_with(const char* p, const char* end, std::string_view s) noexcept {
-  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
-}
-
-/// starts_with, and then `p` moves past `s`.
-inline bool consume(const char*& p, const char* end, std::string_view s) noexcept {
-  if (!starts_with(p, end, s)) return false;
-  p += s.size();
-  return true;
-}
-
-/// Whether the `n` bytes at `a` and `b` are equal: inline 8-byte loads for n ≥ 8 (an id compared on every line, where
-/// a memcmp call costs more than the comparison).
+/// Whether the `n` bytes at `a` and `b` are equal: inline 8-byte loads XORed together for n ≥ 8 (the last one
+/// overlapping), one branch. With `n` a constant (a literal) GCC unrolls or vectorizes the loop and folds the literal's
+/// loads into constants, where `memcmp` of a constant length above ~32 bytes stays a call; a runtime `n` (an id
+/// compared on every line) still saves the call.
 [[gnu::always_inline]] inline bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
   if (n < 8) return std::memcmp(a, b, n) == 0;
   const auto load = [](const char* q) noexcept {
@@ -326,32 +316,23 @@ inline bool consume(const char*& p, const char* end, std::string_view s) noexcep
   return diff == 0;
 }
 
-/// The `N` bytes at `p` equal those at `s`, for N ≥ 8: 8-byte loads XORed together (the last one overlapping), one
-/// branch. With `s` a literal its loads are constants; memcmp of a constant length above ~32 bytes stays a call.
-template <std::size_t N>
-[[gnu::always_inline]] inline bool equal_words(const char* p, const char* s) noexcept {
-  static_assert(N >= 8);
-  const auto load = [](const char* q) noexcept {
-    std::uint64_t v;
-    std::memcpy(&v, q, sizeof v);
-    return v;
-  };
-  std::uint64_t diff = 0;
-  for (std::size_t i = 0; i + 8 <= N; i += 8) diff |= load(p + i) ^ load(s + i);
-  if constexpr (N % 8 != 0) diff |= load(p + N - 8) ^ load(s + N - 8);
-  return diff == 0;
+/// Whether [p, end) starts with the bytes of `s`.
+inline bool starts_with(const char* p, const char* end, std::string_view s) noexcept {
+  return static_cast<std::size_t>(end - p) >= s.size() && std::memcmp(p, s.data(), s.size()) == 0;
+}
+
+/// starts_with, and then `p` moves past `s`.
+inline bool consume(const char*& p, const char* end, std::string_view s) noexcept {
+  if (!starts_with(p, end, s)) return false;
+  p += s.size();
+  return true;
 }
 
 /// The same for a string literal: its length is a constant, so the comparison compiles to a few loads instead of a
 /// memcmp call (the fast paths compare a dozen literals per line, some of them 60–70 bytes long).
 template <std::size_t N>
 [[gnu::always_inline]] inline bool starts_with(const char* p, const char* end, const char (&s)[N]) noexcept {
-  if (static_cast<std::size_t>(end - p) < N - 1) return false;
-  if constexpr (N - 1 >= 8) {
-    return equal_words<N - 1>(p, s);
-  } else {
-    return std::memcmp(p, s, N - 1) == 0;
-  }
+  return static_cast<std::size_t>(end - p) >= N - 1 && equal_bytes(p, s, N - 1);
 }
 template <std::size_t N>
 [[gnu::always_inline]] inline bool consume(const char*& p, const char* end, const char (&s)[N]) noexcept {
