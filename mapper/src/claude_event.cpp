@@ -92,9 +92,6 @@ void x_event::reset() {
 
 event_parser::event_parser(bool fast_path) : fast_path_(fast_path) {
   ev_.blocks.reserve(4);
-  // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
-  [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
-  utf8_ = simdjson::get_active_implementation();
 }
 
 error_code event_parser::parse(std::string_view line) {

@@ -159,7 +159,7 @@ class event_parser {
 
   bool fast_path_ = true;
   bool took_fast_ = false;
-  const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
+  const simdjson::implementation* utf8_ = utf8_kernel();  // for validate_utf8 without a dispatch per line
   // The session id of the last line whose members the fast path read (a string body without escapes or control
   // characters): the same bytes followed by a quote need no new scan.
   std::string last_session_;

@@ -73,12 +73,6 @@ error_code parse_error_object(od::object obj, x_event& ev, string_arena& arena) 
 
 }  // namespace
 
-event_parser::event_parser() {
-  // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
-  [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
-  utf8_ = simdjson::get_active_implementation();
-}
-
 bool event_parser::take_text(std::string_view text, std::string& into) noexcept {
   if (text.data() != fast_text_.data()) return false;
   std::swap(into, fast_text_);

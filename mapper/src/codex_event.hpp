@@ -50,7 +50,6 @@ struct x_event {
 /// One per mapper: the On-Demand parser, its padded buffer and the fast path's buffers are reused line after line.
 class event_parser {
  public:
-  event_parser();
   /// Parses one line. SUCCESS: event() holds it. Anything else: the line is invalid (not one JSON object with a string
   /// `type` and nothing after it, a wrong field type for an event the mapper reads, invalid UTF-8…).
   simdjson::error_code parse(std::string_view line);
@@ -65,7 +64,7 @@ class event_parser {
   padded_line padded_;
   string_arena arena_;
   x_event ev_;
-  const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
+  const simdjson::implementation* utf8_ = utf8_kernel();  // for validate_utf8 without a dispatch per line
   std::string fast_text_;     // fast path: the unescaped text / aggregated_output
   std::string fast_command_;  // fast path: the unescaped command
   std::string fast_status_;   // fast path: the status

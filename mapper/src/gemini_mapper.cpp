@@ -71,12 +71,6 @@ struct g_event {
 
 class g_parser {
  public:
-  g_parser() {
-    // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
-    [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
-    utf8_ = simdjson::get_active_implementation();
-  }
-
   /// Parse `line` into `ev`. Any error: the line is not a valid event (and `ev` is not used).
   error_code parse(std::string_view line, g_event& ev) {
     if (!arena_.empty()) arena_.clear();
@@ -269,7 +263,7 @@ class g_parser {
   }
 
   detail::padded_line padded_;
-  const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
+  const simdjson::implementation* utf8_ = detail::utf8_kernel();  // for validate_utf8 without a dispatch per line
   detail::string_arena arena_;
 };
 

@@ -13,6 +13,13 @@ namespace agenthost::mapper::detail {
 
 namespace od = simdjson::ondemand;
 
+/// The simdjson kernel selected for this CPU, for the fast paths' validate_utf8 of every line: the first
+/// simdjson::validate_utf8 call selects it, and calling it directly afterwards saves the dispatch per line.
+inline const simdjson::implementation* utf8_kernel() noexcept {
+  [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
+  return simdjson::get_active_implementation();
+}
+
 /// Above this size, the padded line buffer and the parser's index are released again once lines are small.
 inline constexpr std::size_t kReleaseBufferAbove = std::size_t{16} << 20;
 

@@ -77,11 +77,7 @@ struct opencode_mapper::impl {
                           .max_invalid_lines = options.max_invalid_lines,
                           .max_invalid_line_bytes = options.max_invalid_line_bytes,
                           .requested_session_id = options.requested_session_id,
-                          .merge_adjacent_text = options.merge_adjacent_text}) {
-    // Selects simdjson's kernel once, so that the fast path's UTF-8 check calls it directly.
-    [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
-    utf8 = simdjson::get_active_implementation();
-  }
+                          .merge_adjacent_text = options.merge_adjacent_text}) {}
 
   opencode_mapper_options options;
   mapper_core core;
@@ -92,7 +88,7 @@ struct opencode_mapper::impl {
   oc_event ev;
 
   // ---- fast path: reused buffers for the unescaped strings -------------------------------------------------------
-  const simdjson::implementation* utf8 = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
+  const simdjson::implementation* utf8 = utf8_kernel();  // for validate_utf8 without a dispatch per line
   std::string fast_session, fast_part_session, fast_part_id, fast_message_id, fast_text, fast_reason;
   std::string fast_tool, fast_call, fast_status, fast_title;
 

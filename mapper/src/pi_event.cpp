@@ -182,12 +182,6 @@ bool x_event::needs_snapshot() const noexcept {
   }
 }
 
-pi_event_parser::pi_event_parser() {
-  // The first call selects the kernel for this CPU; calling it directly afterwards saves a lookup per line.
-  [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
-  utf8_ = simdjson::get_active_implementation();
-}
-
 bool pi_event_parser::valid_utf8(const char* p, std::size_t n) const noexcept {
   // A short ASCII span (the rest of a line after a memoized prefix) is checked inline.
   if (n <= 256 && raw::is_ascii(p, n)) return true;

@@ -158,7 +158,6 @@ struct x_event {
 /// Parses lines into x_event with one reused On-Demand parser and padded buffer.
 class pi_event_parser {
  public:
-  pi_event_parser();
   /// Parse `line`. On success `event()` describes it; on failure the line is not a valid event.
   simdjson::error_code parse(std::string_view line);
   [[nodiscard]] const x_event& event() const noexcept { return ev_; }
@@ -198,7 +197,7 @@ class pi_event_parser {
 
   // Fast path: unescaped strings are written to buffer_ (unused by that path otherwise) from scratch_ on.
   char* scratch_ = nullptr;
-  const simdjson::implementation* utf8_ = nullptr;  // the runtime-selected simdjson kernel, for validate_utf8
+  const simdjson::implementation* utf8_ = utf8_kernel();  // for validate_utf8 without a dispatch per line
   // Fast path memo: the longest prefix of the last fully scanned message_update line that ends at its `delta` value,
   // with the update fields read before that point. A line with the same prefix resumes the scan there (the state of
   // the scan is a function of the bytes before it, which were validated with that line).
