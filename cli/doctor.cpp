@@ -21,23 +21,15 @@ namespace {
 
 using done_fn = std::function<void(boost::system::error_code, providers::probe_result)>;
 
-struct known_agent {
-  const char* name;
-  // Starts the agent's probe; `executable` is empty unless given with --executable.
-  std::function<void(asio::io_context&, const parsed&, asio::cancellation_slot, done_fn)> start;
-};
-
-// The agents doctor knows, in display order. Adding one is one entry here.
-const known_agent known_agents[] = {
-    {"pi",
-     [](asio::io_context& io, const parsed& p, asio::cancellation_slot slot, done_fn done) {
-       auto pi = p.pi;
-       pi.log = p.log;
-       auto o = providers::probe_options_for(pi);
-       o.timeout = p.probe_timeout;
-       providers::async_probe_pi(io.get_executor(), std::move(o), asio::bind_cancellation_slot(slot, std::move(done)));
-     }},
-};
+// Probes `agent` with the command line's options (--executable only with exactly one --agent, checked by the parser).
+void start_probe(asio::io_context& io, providers::agent_kind agent, const parsed& p, asio::cancellation_slot slot,
+                 done_fn done) {
+  providers::probe_options o{.executable = p.common.executable,
+                             .timeout = p.probe_timeout,
+                             .working_directory = p.common.cwd,
+                             .log = p.log};
+  providers::async_probe(io.get_executor(), agent, std::move(o), asio::bind_cancellation_slot(slot, std::move(done)));
+}
 
 std::string cell_version(const providers::probe_result& r) {
   if (r.version) return r.version->to_string();
@@ -82,27 +74,25 @@ void print_table(const std::vector<providers::probe_result>& results) {
 
 }  // namespace
 
-bool doctor_knows(std::string_view agent) {
-  return std::any_of(std::begin(known_agents), std::end(known_agents),
-                     [&](const known_agent& a) { return agent == a.name; });
-}
+bool doctor_knows(std::string_view agent) { return providers::agent_kind_from_string(agent).has_value(); }
 
 std::string doctor_agent_names() {
   std::string s;
-  for (const auto& a : known_agents) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  for (const auto a : providers::all_agent_kinds) s += (s.empty() ? "" : ", ") + std::string(providers::to_string(a));
   return s;
 }
 
 int run_doctor(const parsed& p, bool human) {
-  std::vector<const known_agent*> selected;
-  for (const auto& a : known_agents)
-    if (p.agents.empty() || std::find(p.agents.begin(), p.agents.end(), a.name) != p.agents.end())
-      selected.push_back(&a);
-  // Keep the user's order when agents were named.
-  if (!p.agents.empty())
-    std::sort(selected.begin(), selected.end(), [&](const known_agent* x, const known_agent* y) {
-      return std::find(p.agents.begin(), p.agents.end(), x->name) < std::find(p.agents.begin(), p.agents.end(), y->name);
-    });
+  // Every known agent in display order, or the named ones in the user's order (each once).
+  std::vector<providers::agent_kind> selected;
+  if (p.agents.empty()) {
+    selected.assign(providers::all_agent_kinds.begin(), providers::all_agent_kinds.end());
+  } else {
+    for (const auto& name : p.agents)
+      if (auto a = providers::agent_kind_from_string(name);
+          a && std::find(selected.begin(), selected.end(), *a) == selected.end())
+        selected.push_back(*a);
+  }
 
   asio::io_context io;
   std::vector<providers::probe_result> results(selected.size());
@@ -115,8 +105,8 @@ int run_doctor(const parsed& p, bool human) {
   });
   for (std::size_t i = 0; i < selected.size(); ++i) {
     auto& cancel = cancels.emplace_back();
-    selected[i]->start(io, p, cancel.slot(), [&, i](boost::system::error_code, providers::probe_result r) {
-      if (r.agent.empty()) r.agent = selected[i]->name;
+    start_probe(io, selected[i], p, cancel.slot(), [&, i](boost::system::error_code, providers::probe_result r) {
+      if (r.agent.empty()) r.agent = providers::to_string(selected[i]);
       results[i] = std::move(r);
       if (--pending == 0) signals.cancel();
     });

@@ -22,13 +22,14 @@ const char* const usage_text =
     "      pi only: [--provider P] [--no-session] [--tools a,b] [--thinking-level L]\n"
     "  agenthost map --agent AGENT [--exit-code N | --exit-signal SIG] [FILE]\n"
     "  agenthost replay --agent AGENT [--delay-ms N] [--fake-agent PATH] FILE\n"
-    "  agenthost doctor [--agent NAME]... [--executable PATH] [--timeout D] [--json]\n"
+    "  agenthost doctor [--agent NAME]... [--executable PATH] [--cwd DIR] [--timeout D] [--json]\n"
     "\n"
     "AGENT: pi, claude, codex, gemini or opencode.\n"
     "Streams normalized messages as JSONL on stdout (a readable rendering on a terminal unless --json); logs on\n"
     "stderr. Durations: 500ms, 30s, 2m. Exit codes: 0 completed, 1 failed, 2 usage error, 130 cancelled.\n"
     "doctor: which agents are installed and usable (a table on a terminal, else one JSON array); exit 0 when every\n"
-    "requested agent (default: all known) is usable, 1 otherwise.\n";
+    "requested agent (default: all known) is usable, 1 otherwise; --cwd: the folder the agents would run in (Gemini's\n"
+    "folder trust).\n";
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   if (text.empty()) return std::nullopt;
@@ -135,7 +136,7 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
       AH_VALUE();
       p.pi.provider = val;
       p.pi_only_flags.push_back(name);
-    } else if (p.cmd == command::run && name == "--cwd") {
+    } else if ((p.cmd == command::run || p.cmd == command::doctor) && name == "--cwd") {
       AH_VALUE();
       p.common.cwd = val;
     } else if (p.cmd == command::run && name == "--session") {
@@ -206,7 +207,6 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
       if (!doctor_knows(a)) return "unknown agent '" + a + "' (known: " + doctor_agent_names() + ")";
     if (!p.common.executable.empty() && p.agents.size() != 1)
       return std::string("--executable needs exactly one --agent");
-    if (!p.common.executable.empty()) p.pi.executable = p.common.executable;
     return p;
   }
   if (p.agent.empty()) return "--agent is required (supported: " + agent_names() + ")";

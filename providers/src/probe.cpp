@@ -1,4 +1,5 @@
-// Agent discovery. Everything of one probe runs on its executor; the probe and each version command keep themselves
+// Agent discovery, the same steps for every agent (what differs is each agent's spec: probe_agents.cpp). Everything of
+// one probe runs on its executor; the probe and each version command keep themselves
 // alive through the shared_ptrs their pending operations hold. File-system look-ups are synchronous: they are a few
 // stat() calls and reads of small files, far below the cost of the version command itself.
 #include <agenthost/providers/probe.hpp>
@@ -6,6 +7,7 @@
 #include <agenthost/process/child.hpp>
 
 #include "discovery.hpp"
+#include "probe_agents.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -15,10 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
-#include <array>
-#include <cstring>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 
 namespace agenthost::providers {
@@ -32,29 +31,8 @@ namespace {
 using namespace detail;
 using handler_type = asio::any_completion_handler<void(error_code, probe_result)>;
 
-// The same gates build_pi_arguments uses (pi.hpp).
-constexpr const version& pi_first_session_id = pi_versions::session_id_flag;
-constexpr const version& pi_first_double_dash = pi_versions::double_dash;
-constexpr const version& pi_first_thinking_max = pi_versions::thinking_max;
-constexpr const version& pi_first_delta_json = pi_versions::delta_json;
-constexpr version pi_oldest_tested{0, 73, 1};
-constexpr version pi_newest_known{1, 6, 0};
-constexpr version node_for_pi_1x{22, 19, 0};
-constexpr version node_for_pi_0x{20, 6, 0};
 constexpr std::size_t max_output_bytes = 8192;
 constexpr std::size_t max_version_text = 200;
-const char* const pi_install_hint =
-    "install pi: `npm install -g @earendil-works/pi-coding-agent` (needs Node.js >= 22.19), or "
-    "`npm install -g @mariozechner/pi-coding-agent@0.73.1` on older Node.js; or give its path";
-
-// What pi's own key lookup reads (pi-ai env-api-keys.ts); any of them set means some provider can authenticate.
-constexpr std::array<const char*, 23> pi_credential_variables{
-    "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "OPENAI_API_KEY",     "AZURE_OPENAI_API_KEY",
-    "GEMINI_API_KEY",    "GROQ_API_KEY",          "CEREBRAS_API_KEY",   "XAI_API_KEY",
-    "OPENROUTER_API_KEY", "AI_GATEWAY_API_KEY",   "ZAI_API_KEY",        "MISTRAL_API_KEY",
-    "MINIMAX_API_KEY",   "MINIMAX_CN_API_KEY",    "HF_TOKEN",           "DEEPSEEK_API_KEY",
-    "MOONSHOT_API_KEY",  "OPENCODE_API_KEY",      "KIMI_API_KEY",       "COPILOT_GITHUB_TOKEN",
-    "AWS_PROFILE",       "AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID"};
 
 // ---- output helpers ------------------------------------------------------------------------------------------------
 
@@ -202,32 +180,21 @@ class version_command : public std::enable_shared_from_this<version_command> {
   bool ending_ = false;
 };
 
-// ---- the pi probe --------------------------------------------------------------------------------------------------
+// ---- the probe ------------------------------------------------------------------------------------------------------
 
-std::vector<feature> pi_features(const std::optional<version>& v) {
-  auto f = [&](const char* name, std::optional<version> since, const char* description) {
-    return feature{.name = name,
-                   .supported = v.has_value() && (!since || *v >= *since),
-                   .since = since,
-                   .description = description};
-  };
-  return {f("json_mode", std::nullopt, "--mode json -p: one-shot run with a JSON event stream"),
-          f("session_id", pi_first_session_id, "--session-id ID: resume or create a session by id"),
-          f("end_of_options", pi_first_double_dash, "-- before the prompt: a prompt starting with '-' stays a prompt"),
-          f("thinking_max", pi_first_thinking_max, "--thinking max"),
-          f("delta_json", pi_first_delta_json, "delta-only message_update records (no quadratic snapshots)")};
-}
-
-class pi_probe : public std::enable_shared_from_this<pi_probe> {
+// One probe of one agent; what differs between agents is in its spec (probe_agents.cpp).
+class agent_probe : public std::enable_shared_from_this<agent_probe> {
  public:
-  pi_probe(asio::any_io_executor ex, pi_probe_options o, handler_type h)
+  agent_probe(asio::any_io_executor ex, const agent_spec& spec, probe_options o, handler_type h)
       : ex_(std::move(ex)),
+        spec_(spec),
         options_(std::move(o)),
         handler_(std::move(h)),
         started_(std::chrono::steady_clock::now()),
         deadline_(started_ + options_.timeout) {
-    result_.agent = "pi";
-    result_.features = pi_features(std::nullopt);
+    if (options_.executable.empty()) options_.executable = spec_.name;
+    result_.agent = spec_.name;
+    result_.features = spec_.features(std::nullopt);
   }
 
   void connect_cancellation() {
@@ -247,24 +214,24 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
     result_.executable = found.found;
     if (!found.on_path) {
       result_.hints.push_back("found " + found.found.string() + " outside PATH: it is run by that path (with_probe() "
-                              "sets pi_options::executable); add " + found.found.parent_path().string() +
+                              "sets the options' executable); add " + found.found.parent_path().string() +
                               " to PATH to run it by name");
     }
     launch_ = detect_node(found.found, env_);
-    package_ = npm_package(launch_.script.empty() ? found.found : launch_.script, "pi-coding-agent");
+    package_ = npm_package(launch_.script.empty() ? found.found : launch_.script, spec_.package_part);
     if (launch_.uses_node) {
       result_.runtime = runtime_info{.name = "node", .executable = launch_.node};
       if (!launch_.node.empty()) {
         return run(launch_.node, [self = shared_from_this()](command_outcome o) {
           const bool timed_out = o.timed_out;
           self->on_node_version(std::move(o));
-          if (!timed_out) return self->run_pi_version();
-          // No time left for pi itself: report what we know.
+          if (!timed_out) return self->run_agent_version();
+          // No time left for the agent itself: report what we know.
           self->evaluate();
         });
       }
     }
-    run_pi_version();
+    run_agent_version();
   }
 
  private:
@@ -278,14 +245,15 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
     if (!l.not_executable.empty()) {
       result_.executable = l.not_executable;
       result_.problems.push_back(l.not_executable.string() + " is not an executable file");
-      result_.hints.push_back("make it executable (`chmod +x " + l.not_executable.string() + "`) or reinstall pi");
+      result_.hints.push_back("make it executable (`chmod +x " + l.not_executable.string() + "`) or reinstall " +
+                              spec_.name);
     } else if (options_.executable.native().find('/') != std::string::npos) {
-      result_.problems.push_back("pi not found at " + l.searched);
-      result_.hints.push_back(pi_install_hint);
+      result_.problems.push_back(std::string(spec_.name) + " not found at " + l.searched);
+      result_.hints.push_back(spec_.install_hint);
     } else {
       result_.problems.push_back("`" + options_.executable.string() +
                                  "` not found on PATH nor in the usual install places (searched " + l.searched + ")");
-      result_.hints.push_back(pi_install_hint);
+      result_.hints.push_back(spec_.install_hint);
     }
     complete();
   }
@@ -312,8 +280,8 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
                                       .log = options_.log});
   }
 
-  void run_pi_version() {
-    run(result_.executable, [self = shared_from_this()](command_outcome o) { self->on_pi_version(std::move(o)); });
+  void run_agent_version() {
+    run(result_.executable, [self = shared_from_this()](command_outcome o) { self->on_agent_version(std::move(o)); });
   }
 
   // Describes a failed command; empty when it succeeded.
@@ -340,7 +308,7 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
     if (!rt.version) node_failure_ = "`" + what + "` printed no version number: '" + rt.version_text + "'";
   }
 
-  void on_pi_version(command_outcome o) {
+  void on_agent_version(command_outcome o) {
     const std::string what = result_.executable.filename().string() + " --version";
     const auto f = failure(o, what);
     result_.version_text = first_line(o.out);
@@ -356,7 +324,8 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
       if (!result_.version) result_.version = version::parse(o.err);
       if (!result_.version) {
         result_.problems.push_back("`" + what + "` printed no version number: '" + result_.version_text + "'");
-        result_.hints.push_back("is " + result_.executable.string() + " really pi? " + pi_install_hint);
+        result_.hints.push_back("is " + result_.executable.string() + " really " + spec_.name + "? " +
+                                spec_.install_hint);
       }
     }
     if (!o.survivors.empty())
@@ -369,22 +338,23 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
   void evaluate() {
     if (!result_.version && package_ && package_->pkg_version) {
       result_.version = package_->pkg_version;
-      result_.hints.push_back(package_->file.string() + " says pi " + package_->pkg_version->to_string());
+      result_.hints.push_back(package_->file.string() + " says " + spec_.name + " " +
+                              package_->pkg_version->to_string());
     }
     check_node();
     check_version_range();
-    check_credentials();
+    spec_.check_configuration(probe_context{.env = env_, .options = options_}, result_);
     complete();
   }
 
   void check_node() {
     if (!launch_.uses_node) return;
     auto& rt = *result_.runtime;
-    if (result_.version) rt.required = result_.version->major >= 1 ? node_for_pi_1x : node_for_pi_0x;
+    rt.required = spec_.node_required(result_.version);
     if (package_ && package_->node_required) rt.required = package_->node_required;
     if (launch_.node.empty()) {
       std::string where = launch_.via_path ? "on PATH" : "";
-      result_.problems.push_back("pi runs on Node.js (" + launch_.how + ") but `node` was not found " +
+      result_.problems.push_back(std::string(spec_.name) + " runs on Node.js (" + launch_.how + ") but `node` was not found " +
                                  (where.empty() ? std::string("where the script expects it") : where));
       // Is there one the agent's PATH misses?
       auto elsewhere = find_program("node", env_map{{"PATH", result_.executable.parent_path().string()}}, false);
@@ -408,65 +378,37 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
       return;
     }
     if (rt.required && rt.version && *rt.version < *rt.required) {
-      result_.problems.push_back("pi " + (result_.version ? result_.version->to_string() + " " : std::string()) +
+      result_.problems.push_back(std::string(spec_.name) + " " +
+                                 (result_.version ? result_.version->to_string() + " " : std::string()) +
                                  "needs Node.js >= " + rt.required->to_string() + ", but " + rt.executable.string() +
                                  " is " + rt.version_text);
-      if (rt.required->major >= 22)
-        result_.hints.push_back("install Node.js " + rt.required->to_string() +
-                                " or newer and put it first on PATH, or use @mariozechner/pi-coding-agent@0.73.1, "
-                                "which runs on Node.js >= 20.6");
-      else
-        result_.hints.push_back("install Node.js " + rt.required->to_string() + " or newer and put it first on PATH");
-    } else if (!rt.required && !result_.version && rt.version && *rt.version < node_for_pi_1x) {
-      result_.hints.push_back("pi >= 1.0 needs Node.js >= " + node_for_pi_1x.to_string() + "; " +
-                              rt.executable.string() + " is " + rt.version_text);
+      auto hint = "install Node.js " + rt.required->to_string() + " or newer and put it first on PATH";
+      if (auto alt = spec_.older_node_alternative(*rt.required); !alt.empty()) hint += ", " + alt;
+      result_.hints.push_back(std::move(hint));
+    } else if (!rt.required && !result_.version && rt.version) {
+      // The version is unknown: say what the newest known version would need.
+      if (const auto newest = spec_.node_required(spec_.newest_known); newest && *rt.version < *newest)
+        result_.hints.push_back(std::string(spec_.name) + " " + spec_.newest_known.to_string() + " needs Node.js >= " +
+                                newest->to_string() + "; " + rt.executable.string() + " is " + rt.version_text);
     }
   }
 
   void check_version_range() {
     if (!result_.version) return;
-    if (*result_.version < pi_oldest_tested)
-      result_.hints.push_back("pi " + result_.version->to_string() + " is older than " + pi_oldest_tested.to_string() +
-                              ", the oldest version agenthost was tested with; upgrade pi");
-    else if (result_.version->major > pi_newest_known.major)
-      result_.hints.push_back("pi " + result_.version->to_string() + " is newer than any version agenthost knows (" +
-                              pi_newest_known.to_string() + "); flags are chosen as for " +
-                              pi_newest_known.to_string());
-  }
-
-  // Only files and variables, never a model call: a key pi's key lookup reads, or pi's own auth.json / models.json.
-  void check_credentials() {
-    for (const char* var : pi_credential_variables)
-      if (!env_value(env_, var).empty()) return;
-    fs::path dir = env_value(env_, "PI_CODING_AGENT_DIR");
-    if (dir.empty()) {
-      const auto home = env_value(env_, "HOME");
-      if (home.empty()) return;  // cannot tell
-      dir = fs::path(home) / ".pi" / "agent";
-    } else {
-      dir = expand(dir.string(), env_);
-    }
-    for (const char* name : {"auth.json", "models.json"}) {
-      std::ifstream in(dir / name);
-      if (!in) continue;
-      auto j = nlohmann::json::parse(in, nullptr, false);
-      if (j.is_discarded() || !j.is_object() || j.empty()) continue;
-      if (std::string_view(name) == "models.json" &&
-          (!j.contains("providers") || !j["providers"].is_object() || j["providers"].empty()))
-        continue;
-      return;
-    }
-    result_.hints.push_back(
-        "no credentials found: no provider API key in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, "
-        "GEMINI_API_KEY, …) and no auth.json or models.json with a provider in " + dir.string() +
-        "; set a key, run `pi` and `/login`, or add a provider to " + (dir / "models.json").string());
+    const auto v = std::string(spec_.name) + " " + result_.version->to_string();
+    if (*result_.version < spec_.oldest_tested)
+      result_.hints.push_back(v + " is older than " + spec_.oldest_tested.to_string() +
+                              ", the oldest version agenthost was tested with; upgrade " + spec_.name);
+    else if (result_.version->major > spec_.newest_known.major)
+      result_.hints.push_back(v + " is newer than any version agenthost knows (" + spec_.newest_known.to_string() +
+                              "); " + spec_.when_newer);
   }
 
   void complete() {
     if (completed_) return;
     completed_ = true;
     if (cancelled_) result_.problems.push_back("probe cancelled");
-    result_.features = pi_features(result_.version);
+    result_.features = spec_.features(result_.version);
     result_.available = result_.problems.empty();
     result_.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
     auto h = std::move(handler_);
@@ -479,7 +421,8 @@ class pi_probe : public std::enable_shared_from_this<pi_probe> {
   }
 
   asio::any_io_executor ex_;
-  pi_probe_options options_;
+  const agent_spec& spec_;
+  probe_options options_;
   handler_type handler_;
   std::chrono::steady_clock::time_point started_, deadline_;
   env_map env_;
@@ -533,13 +476,15 @@ bool supports(const probe_result& r, std::string_view name) {
   return false;
 }
 
-pi_probe_options probe_options_for(const pi_options& o) {
-  return {.executable = o.executable,
-          .env = o.env,
-          .containment = o.containment,
-          .reaper_path = o.reaper_path,
-          .log = o.log};
+std::string_view to_string(agent_kind agent) noexcept { return spec_for(agent).name; }
+
+std::optional<agent_kind> agent_kind_from_string(std::string_view name) noexcept {
+  for (const auto a : all_agent_kinds)
+    if (name == to_string(a)) return a;
+  return std::nullopt;
 }
+
+probe_options probe_options_for(const pi_options& o) { return detail::probe_options_from(o); }
 
 pi_options with_probe(pi_options options, const probe_result& result) {
   if (result.version) options.pi_version = result.version;
@@ -548,19 +493,21 @@ pi_options with_probe(pi_options options, const probe_result& result) {
 }
 
 namespace detail {
-void async_probe_pi_impl(asio::any_io_executor ex, pi_probe_options options, handler_type handler) {
-  auto probe = std::make_shared<pi_probe>(ex, std::move(options), std::move(handler));
+void async_probe_impl(asio::any_io_executor ex, agent_kind agent, probe_options options, handler_type handler) {
+  auto probe = std::make_shared<agent_probe>(ex, spec_for(agent), std::move(options), std::move(handler));
   probe->connect_cancellation();
   asio::post(ex, [probe] { probe->start(); });  // never inline in the caller's frame
 }
 }  // namespace detail
 
-probe_result probe_pi(const pi_probe_options& options) {
+probe_result probe(agent_kind agent, const probe_options& options) {
   asio::io_context io;
   probe_result result;
-  async_probe_pi(io.get_executor(), options, [&](error_code, probe_result r) { result = std::move(r); });
+  async_probe(io.get_executor(), agent, options, [&](error_code, probe_result r) { result = std::move(r); });
   io.run();
   return result;
 }
+
+probe_result probe_pi(const probe_options& options) { return probe(agent_kind::pi, options); }
 
 }  // namespace agenthost::providers

@@ -47,18 +47,23 @@ class probe_fixture : public ::testing::Test {
     return path;
   }
 
-  /// A fake pi: `pi --version` prints `output` and exits with `code`.
-  fs::path fake_pi(const std::string& output, int code = 0, const fs::path& where = {}) {
-    return write(where.empty() ? bin / "pi" : where,
+  /// A fake agent `name` (in bin/ unless `where` is given): `name --version` prints `output` and exits with `code`.
+  fs::path fake_agent(const std::string& name, const std::string& output, int code = 0, const fs::path& where = {}) {
+    return write(where.empty() ? bin / name : where,
                  "#!/bin/sh\nprintf '%s\\n' '" + output + "'\nexit " + std::to_string(code) + "\n");
   }
 
-  /// A fake node: `node --version` prints `version`; `node SCRIPT --version` prints `pi_version` (empty: fails like a
-  /// Node.js too old for the script).
+  /// A fake pi: `pi --version` prints `output` and exits with `code`.
+  fs::path fake_pi(const std::string& output, int code = 0, const fs::path& where = {}) {
+    return fake_agent("pi", output, code, where);
+  }
+
+  /// A fake node: `node --version` prints `version`; `node SCRIPT --version` prints `pi_version` (the agent's version
+  /// line, any agent; empty: fails like a Node.js too old for the script).
   static fs::path fake_node(const fs::path& path, const std::string& version, const std::string& pi_version) {
     std::string run_script = pi_version.empty()
                                  ? "echo 'SyntaxError: Unexpected token' >&2\nexit 1\n"
-                                 : "[ \"$1\" = --version ] && echo " + pi_version + "\nexit 0\n";
+                                 : "[ \"$1\" = --version ] && echo '" + pi_version + "'\nexit 0\n";
     return write(path, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo " + version +
                            "; exit 0; fi\nshift\n" + run_script);
   }
@@ -80,6 +85,24 @@ class probe_fixture : public ::testing::Test {
       ec = e;
       result = std::move(r);
     });
+    EXPECT_TRUE(run_until(io, [&] { return result.has_value(); }, 30s));
+    EXPECT_TRUE(processes_with_env(needle()).empty()) << "the probe left processes behind";
+    if (ec_out != nullptr) *ec_out = ec;
+    else EXPECT_FALSE(ec) << ec.message();
+    return result.value_or(providers::probe_result{});
+  }
+
+  /// Runs one probe of `agent` to its end; checks that it completed and left no process behind.
+  providers::probe_result probe(providers::agent_kind agent, providers::probe_options o,
+                                boost::system::error_code* ec_out = nullptr) {
+    asio::io_context io;
+    std::optional<providers::probe_result> result;
+    boost::system::error_code ec;
+    providers::async_probe(io.get_executor(), agent, std::move(o),
+                           [&](boost::system::error_code e, providers::probe_result r) {
+                             ec = e;
+                             result = std::move(r);
+                           });
     EXPECT_TRUE(run_until(io, [&] { return result.has_value(); }, 30s));
     EXPECT_TRUE(processes_with_env(needle()).empty()) << "the probe left processes behind";
     if (ec_out != nullptr) *ec_out = ec;

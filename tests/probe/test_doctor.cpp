@@ -58,15 +58,32 @@ class Doctor : public probe_fixture {
   }
 
   std::string fakes_path() const { return bin.string() + ":/usr/bin:/bin"; }
+
+  /// The fakes of all five agents in bin/, each printing what the real CLI prints.
+  void fake_all() {
+    fake_pi("pi 1.6.0");
+    fake_agent("claude", "2.1.332 (Claude Code)");
+    fake_agent("codex", "codex-cli 0.171.0");
+    fake_agent("gemini", "0.61.0");
+    fake_agent("opencode", "1.18.33");
+  }
+
+  static std::vector<std::string> agents_of(const nlohmann::json& j) {
+    std::vector<std::string> names;
+    for (const auto& e : j) names.push_back(e.value("agent", "?"));
+    return names;
+  }
 };
+
+const std::vector<std::string> all_five = {"pi", "claude", "codex", "gemini", "opencode"};
 
 TEST_F(Doctor, UsableAgentExitsZeroWithAJsonArray) {
   fake_pi("pi 1.6.0");
-  const auto r = doctor({}, fakes_path());
+  const auto r = doctor({"--agent", "pi"}, fakes_path());
   EXPECT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_array()) << r.out;
-  ASSERT_EQ(j.size(), 1u);  // every known agent: only pi for now
+  ASSERT_EQ(j.size(), 1u);
   EXPECT_EQ(j[0]["agent"], "pi");
   EXPECT_EQ(j[0]["available"], true);
   EXPECT_EQ(j[0]["version"], "1.6.0");
@@ -89,8 +106,63 @@ TEST_F(Doctor, MissingAgentExitsOne) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   const auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_array()) << r.out;
-  EXPECT_EQ(j[0]["available"], false);
-  EXPECT_EQ(j[0]["executable"], "");
+  EXPECT_EQ(agents_of(j), all_five);
+  for (const auto& e : j) {
+    EXPECT_EQ(e["available"], false) << e.dump();
+    EXPECT_EQ(e["executable"], "") << e.dump();
+  }
+}
+
+TEST_F(Doctor, ByDefaultProbesAllFiveAgentsAndExitsZeroWhenAllAreUsable) {
+  fake_all();
+  const auto r = doctor({}, fakes_path());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(agents_of(j), all_five);
+  const std::vector<std::string> versions = {"1.6.0", "2.1.332", "0.171.0", "0.61.0", "1.18.33"};
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    EXPECT_EQ(j[i]["available"], true) << j[i].dump();
+    EXPECT_EQ(j[i]["version"], versions[i]) << j[i].dump();
+    EXPECT_EQ(j[i]["executable"], (bin / all_five[i]).string());
+  }
+}
+
+TEST_F(Doctor, OneMissingAgentAmongFiveExitsOne) {
+  fake_all();
+  fs::remove(bin / "gemini");
+  const auto r = doctor({}, fakes_path());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array() && j.size() == 5u) << r.out;
+  EXPECT_EQ(j[3]["agent"], "gemini");
+  EXPECT_EQ(j[3]["available"], false);
+  EXPECT_EQ(j[2]["available"], true);
+}
+
+TEST_F(Doctor, NamedAgentsKeepTheCommandLineOrder) {
+  fake_all();
+  const auto r = doctor({"--agent", "codex", "--agent", "claude"}, fakes_path());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  EXPECT_EQ(agents_of(j), (std::vector<std::string>{"codex", "claude"}));
+  EXPECT_EQ(j[0]["version"], "0.171.0");
+  EXPECT_EQ(j[1]["version"], "2.1.332");
+}
+
+TEST_F(Doctor, CwdSelectsTheFolderGeminiTrusts) {
+  fake_agent("gemini", "0.61.0");
+  const auto work = fs::canonical(dir) / "work";
+  fs::create_directories(work);
+  auto untrusted = [&] {
+    const auto r = doctor({"--agent", "gemini", "--cwd", work.string()}, fakes_path());
+    EXPECT_EQ(r.exit_code, 0) << r.out;  // a hint, not a problem
+    return r.out.find("is not a trusted folder") != std::string::npos;
+  };
+  EXPECT_TRUE(untrusted());
+  write(home / ".gemini" / "trustedFolders.json", nlohmann::json{{work.string(), "TRUST_FOLDER"}}.dump(), 0644);
+  EXPECT_FALSE(untrusted());
 }
 
 TEST_F(Doctor, HangingAgentIsBoundedByTimeout) {
@@ -100,6 +172,18 @@ TEST_F(Doctor, HangingAgentIsBoundedByTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("timed out after 0.3 s"), std::string::npos) << r.out;
+}
+
+TEST_F(Doctor, ExecutableOptionProbesThatFileForAnyAgent) {
+  fake_agent("codex", "codex-cli 0.171.0");  // on PATH, but --executable wins
+  const auto exe = fake_agent("codex", "codex-cli 0.170.2", 0, dir / "elsewhere" / "codex");
+  const auto r = doctor({"--agent", "codex", "--executable", exe.string()}, fakes_path());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array() && j.size() == 1u) << r.out;
+  EXPECT_EQ(j[0]["agent"], "codex");
+  EXPECT_EQ(j[0]["executable"], exe.string());
+  EXPECT_EQ(j[0]["version"], "0.170.2");
 }
 
 TEST_F(Doctor, ExecutableOptionProbesThatFile) {
@@ -114,8 +198,11 @@ TEST_F(Doctor, ExecutableOptionProbesThatFile) {
 
 TEST_F(Doctor, UsageErrorsExitTwo) {
   EXPECT_EQ(doctor({"--agent", "nope"}, fakes_path()).exit_code, 2);
+  EXPECT_EQ(doctor({"--agent", "claude-code"}, fakes_path()).exit_code, 2);
+  EXPECT_EQ(doctor({"--agent", "codex", "--agent", "nope"}, fakes_path()).exit_code, 2);
   EXPECT_EQ(doctor({"extra"}, fakes_path()).exit_code, 2);
   EXPECT_EQ(doctor({"--executable", "/x/pi"}, fakes_path()).exit_code, 2);  // needs exactly one --agent
+  EXPECT_EQ(doctor({"--agent", "pi", "--agent", "codex", "--executable", "/x/pi"}, fakes_path()).exit_code, 2);
   EXPECT_EQ(doctor({"--timeout", "soon"}, fakes_path()).exit_code, 2);
 }
 
