@@ -78,18 +78,7 @@ class probe_fixture : public ::testing::Test {
 
   /// Runs one probe to its end; checks that it completed and left no process behind.
   providers::probe_result probe(providers::pi_probe_options o, boost::system::error_code* ec_out = nullptr) {
-    asio::io_context io;
-    std::optional<providers::probe_result> result;
-    boost::system::error_code ec;
-    providers::async_probe_pi(io.get_executor(), std::move(o), [&](boost::system::error_code e, providers::probe_result r) {
-      ec = e;
-      result = std::move(r);
-    });
-    EXPECT_TRUE(run_until(io, [&] { return result.has_value(); }, 30s));
-    EXPECT_TRUE(processes_with_env(needle()).empty()) << "the probe left processes behind";
-    if (ec_out != nullptr) *ec_out = ec;
-    else EXPECT_FALSE(ec) << ec.message();
-    return result.value_or(providers::probe_result{});
+    return probe(providers::agent_kind::pi, std::move(o), ec_out);
   }
 
   /// Runs one probe of `agent` to its end; checks that it completed and left no process behind.
