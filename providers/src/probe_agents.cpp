@@ -242,8 +242,8 @@ void gemini_trust(const probe_context& c, const fs::path& dir, probe_result& r) 
   r.hints.push_back(where.string() + " is not a trusted folder for gemini (" +
                     (forced_untrusted ? std::string("GEMINI_CLI_TRUST_WORKSPACE=false or GEMINI_RESTRICTED_MODE=true")
                                       : "no TRUST_FOLDER rule for it in " + rules_file.string()) +
-                    "): headless gemini exits 55; set gemini_options::skip_trust, GEMINI_CLI_TRUST_WORKSPACE=true, or "
-                    "trust it in gemini once");
+                    "): headless gemini exits 55; pass --skip-trust (gemini_options::skip_trust), set "
+                    "GEMINI_CLI_TRUST_WORKSPACE=true, or trust the folder in gemini once");
 }
 
 // Gemini's non-interactive auth: an API key, Vertex AI or Code Assist switches, a cached Google login, or an auth type

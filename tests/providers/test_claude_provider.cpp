@@ -1,13 +1,9 @@
 // The Claude Code provider: its command lines, and runs through a real child process (the fake agent replaying
 // recorded Claude output, behind a stand-in `claude` script that records its argv).
-#include "provider_test_util.hpp"
-#include "test_util.hpp"
+#include "provider_fixture.hpp"
 
 #include <agenthost/providers/claude.hpp>
 #include <agenthost/transport/contract_checker.hpp>
-
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -29,13 +25,6 @@ const std::vector<std::string> fixed = {"-p", "--output-format", "stream-json", 
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
-}
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
 }
 
 // ---- command lines ---------------------------------------------------------------------------------------------------
@@ -129,75 +118,16 @@ TEST(ClaudeArguments, TheDefaultStopIsClaudesGracefulInterrupt) {
 
 // ---- runs through a real child ---------------------------------------------------------------------------------------
 
-class ClaudeProvider : public ::testing::Test {
+class ClaudeProvider : public provider_run_fixture<claude_options> {
  protected:
-  void TearDown() override {
-    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
-    std::filesystem::remove_all(dir);
-  }
-
-  // A stand-in `claude`: records its arguments (one per line) in dir/argv, then runs the fake agent with `fake_args`.
-  claude_options stand_in(const std::vector<std::string>& fake_args) {
-    const std::string exe = dir + "/claude";
-    {
-      std::ofstream s(exe);
-      s << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir << "/argv\nexec " << AGENTHOST_FAKE_AGENT;
-      for (const auto& a : fake_args) s << " '" << a << "'";
-      s << "\n";
-    }
-    std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
-    return {.executable = exe, .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}}, .reaper_path = AGENTHOST_REAPER};
-  }
-
-  std::vector<std::string> recorded_argv() const { return read_lines(dir + "/argv"); }
-
-  struct result {
-    boost::system::error_code ec;
-    std::vector<message> messages;
-    message terminal;
-  };
+  ClaudeProvider() : provider_run_fixture("claude") {}
 
   // async_run_claude to its end; `cancel_when` may emit the cancellation signal from inside on_message.
-  result run(const claude_options& o, std::string_view prompt, std::function<bool(const message&)> cancel_when = {}) {
-    result r;
-    bool done = false;
-    asio::cancellation_signal sig;
-    providers::async_run_claude(
-        io.get_executor(), o, prompt,
-        [&](const message& m) {
-          r.messages.push_back(m);
-          if (cancel_when && cancel_when(m)) sig.emit(asio::cancellation_type::terminal);
-        },
-        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
-          r.ec = ec;
-          r.terminal = std::move(t);
-          done = true;
-        }));
-    EXPECT_TRUE(run_until(io, [&] { return done; }, 30s));
-    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
-    EXPECT_FALSE(r.messages.empty());
-    if (!r.messages.empty()) {
-      EXPECT_EQ(r.messages.back(), r.terminal);
-    }
-    EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty()) << "the run left processes behind";
-    return r;
+  result run(const claude_options& o, std::string_view prompt, cancel_predicate cancel_when = {}) {
+    return run_to_end([&](auto on_message, auto done) {
+      providers::async_run_claude(io.get_executor(), o, prompt, std::move(on_message), std::move(done));
+    }, cancel_when);
   }
-
-  // What the mapper makes of a fixture fed directly (the reference for runs through a process).
-  static std::vector<message> mapped(const std::string& file, const mapper::run_end& end) {
-    mapper::claude_mapper m;
-    std::vector<message> out;
-    for (const auto& l : read_lines(file)) m.on_line(l, out);
-    m.finish(end, out);
-    return out;
-  }
-
-  asio::io_context io;
-  std::string token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-claude-provider-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
 };
 
 TEST_F(ClaudeProvider, ARunThroughARealProcessGivesTheMappersMessages) {
@@ -210,7 +140,7 @@ TEST_F(ClaudeProvider, ARunThroughARealProcessGivesTheMappersMessages) {
   ASSERT_EQ(r.terminal.type, message_type::terminal_completed);
   // Same messages as the mapper over the file, except the exit status the process layer adds.
   // (Compared with adjacent text deltas merged: the provider merges the deltas of one read.)
-  const auto expected = merged_text(mapped(recorded + "tool.jsonl", {.status = process::exited{0}}));
+  const auto expected = merged_text(mapped<mapper::claude_mapper>(recorded + "tool.jsonl", {.status = process::exited{0}}));
   const auto got = merged_text(r.messages);
   ASSERT_EQ(got.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << i;

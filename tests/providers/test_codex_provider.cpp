@@ -1,14 +1,9 @@
 // The Codex provider: its command lines, and runs through a real child process (a stand-in `codex` script that
 // records its argv and execs the fake agent replaying a recorded codex transcript).
-#include "provider_test_util.hpp"
-#include "test_util.hpp"
+#include "provider_fixture.hpp"
 
 #include <agenthost/mapper/codex_mapper.hpp>
 #include <agenthost/providers/codex.hpp>
-#include <agenthost/transport/contract_checker.hpp>
-
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -115,88 +110,16 @@ TEST(CodexArguments, InvalidOptions) {
   EXPECT_FALSE(run.spawn.has_value());
 }
 
-class CodexProvider : public ::testing::Test {
+class CodexProvider : public provider_run_fixture<codex_options> {
  protected:
-  void TearDown() override {
-    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
-    std::filesystem::remove_all(dir);
-  }
-
-  struct result {
-    boost::system::error_code ec;
-    std::vector<message> messages;
-    message terminal;
-  };
-
-  // A stand-in `codex`: records its arguments, then becomes the fake agent with `fake_args` (exec keeps the pid).
-  codex_options stand_in(const std::string& fake_args) {
-    const std::string path = dir + "/codex";
-    {
-      std::ofstream s(path);
-      s << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir << "/argv\nexec " << AGENTHOST_FAKE_AGENT << " " << fake_args
-        << "\n";
-    }
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-    return codex_options{.executable = path,
-                         .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
-                         .reaper_path = AGENTHOST_REAPER};
-  }
-
-  std::vector<std::string> recorded_argv() const {
-    std::ifstream in(dir + "/argv");
-    std::vector<std::string> argv;
-    for (std::string l; std::getline(in, l);) argv.push_back(l);
-    return argv;
-  }
+  CodexProvider() : provider_run_fixture("codex") {}
 
   // Runs to the end through async_run_codex; `cancel_when` may emit the cancellation signal from on_message.
-  result run(const codex_options& o, std::string_view prompt, std::function<bool(const message&)> cancel_when = {}) {
-    result r;
-    bool done = false;
-    asio::cancellation_signal sig;
-    providers::async_run_codex(
-        io.get_executor(), o, prompt,
-        [&](const message& m) {
-          r.messages.push_back(m);
-          if (cancel_when && cancel_when(m)) sig.emit(asio::cancellation_type::terminal);
-        },
-        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
-          r.ec = ec;
-          r.terminal = std::move(t);
-          done = true;
-        }));
-    EXPECT_TRUE(run_until(io, [&] { return done; }, 30s));
-    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
-    EXPECT_FALSE(r.messages.empty());
-    if (!r.messages.empty()) {
-      EXPECT_EQ(r.messages.back(), r.terminal);
-    }
-    EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty()) << "the run left processes behind";
-    return r;
+  result run(const codex_options& o, std::string_view prompt, cancel_predicate cancel_when = {}) {
+    return run_to_end([&](auto on_message, auto done) {
+      providers::async_run_codex(io.get_executor(), o, prompt, std::move(on_message), std::move(done));
+    }, cancel_when);
   }
-
-  // What the mapper alone makes of a fixture with the given end.
-  static std::vector<message> mapped(const std::string& fixture, const mapper::run_end& end) {
-    mapper::codex_mapper m;
-    std::vector<message> out;
-    std::ifstream in(fixture);
-    for (std::string l; std::getline(in, l);) m.on_line(l, out);
-    m.finish(end, out);
-    return out;
-  }
-
-  static std::vector<std::string> lines(const std::vector<message>& ms) {
-    std::vector<std::string> r;
-    for (const auto& m : ms) r.push_back(m.to_json_line());
-    return r;
-  }
-
-  asio::io_context io;
-  std::string token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-codex-provider-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
 };
 
 TEST_F(CodexProvider, ToolRunThroughARealProcessMatchesTheMapper) {
@@ -208,8 +131,8 @@ TEST_F(CodexProvider, ToolRunThroughARealProcessMatchesTheMapper) {
   EXPECT_EQ(recorded_argv(), (strings{"exec", "--json", "--skip-git-repo-check", "-m", "tool", "--", "-do it"}));
   ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.terminal.to_json_line();
   // The same messages as the mapper fed the fixture directly (the exit status is the only addition).
-  auto expected = mapped(fixture, {.status = process::exited{0}});
-  EXPECT_EQ(lines(merged_text(r.messages)), lines(merged_text(expected)));
+  auto expected = mapped<mapper::codex_mapper>(fixture, {.status = process::exited{0}});
+  EXPECT_EQ(json_lines(merged_text(r.messages)), json_lines(merged_text(expected)));
 }
 
 // Lines that arrive in one read: every message is handed on as soon as its line is mapped, not after the whole read,

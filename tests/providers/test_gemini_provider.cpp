@@ -1,18 +1,11 @@
 // The Gemini CLI provider: its command lines, and runs through a real child process (the fake agent replaying what
 // gemini 0.61.0 printed, fixtures/gemini/recorded/), including start failures and cancellation.
-#include "provider_test_util.hpp"
-#include "test_util.hpp"
+#include "provider_fixture.hpp"
 
 #include <agenthost/mapper/gemini_mapper.hpp>
 #include <agenthost/providers/gemini.hpp>
-#include <agenthost/transport/contract_checker.hpp>
-
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 
 #include <nlohmann/json.hpp>
-
-#include <fstream>
 
 using namespace agenthost;
 using namespace agenthost::test;
@@ -25,13 +18,6 @@ namespace {
 const std::string fixtures = AGENTHOST_FIXTURES_DIR;
 std::string recorded(const std::string& scenario) {
   return fixtures + "/gemini/recorded/gemini-0.61.0-" + scenario + ".jsonl";
-}
-
-std::vector<std::string> file_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
 }
 
 using args = std::vector<std::string>;
@@ -131,90 +117,34 @@ TEST(GeminiArguments, StopPolicyInterruptsTheWholeTreeBriefly) {
   EXPECT_EQ(o.run.stop.graceful_wait, std::chrono::milliseconds(1000));
 }
 
-class GeminiProvider : public ::testing::Test {
+class GeminiProvider : public provider_run_fixture<gemini_options> {
  protected:
-  void TearDown() override {
-    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
-    std::filesystem::remove_all(dir);
-  }
+  GeminiProvider() : provider_run_fixture("gemini") {}
 
-  // A stand-in `gemini` (a script) that records its arguments, then runs the fake agent with `fake_args`.
-  std::string stub(const std::vector<std::string>& fake_args) {
-    const std::string path = dir + "/gemini";
-    std::ofstream s(path);
-    s << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir << "/argv\nexec " << AGENTHOST_FAKE_AGENT;
-    for (const auto& a : fake_args) s << " '" << a << "'";
-    s << "\n";
-    s.close();
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-    return path;
-  }
-
-  gemini_options options(const std::string& executable) {
-    return {.executable = executable, .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}}, .reaper_path = AGENTHOST_REAPER};
-  }
-
-  args recorded_argv() { return file_lines(dir + "/argv"); }
-
-  struct result {
-    boost::system::error_code ec;
-    std::vector<message> messages;
-    message terminal;
+  struct result : run_result {
     std::vector<std::string> lines;  // as the agent printed them (on_agent_line)
   };
 
-  result run(gemini_options o, std::string_view prompt, std::function<bool(const message&)> cancel_when = {}) {
-    result r;
-    bool done = false;
-    asio::cancellation_signal sig;
-    o.run.on_agent_line = [&](std::string_view l) { r.lines.emplace_back(l); };
-    providers::async_run_gemini(
-        io.get_executor(), o, prompt,
-        [&](const message& m) {
-          r.messages.push_back(m);
-          if (cancel_when && cancel_when(m)) sig.emit(asio::cancellation_type::terminal);
-        },
-        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
-          r.ec = ec;
-          r.terminal = std::move(t);
-          done = true;
-        }));
-    EXPECT_TRUE(run_until(io, [&] { return done; }, 30s));
-    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
-    EXPECT_FALSE(r.messages.empty());
-    if (!r.messages.empty()) {
-      EXPECT_EQ(r.messages.back(), r.terminal);
-    }
-    EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty()) << "the run left processes behind";
-    return r;
+  // Keeps the agent's raw lines too: several tests compare them with the transcript or read the stdin digest there.
+  result run(gemini_options o, std::string_view prompt, cancel_predicate cancel_when = {}) {
+    std::vector<std::string> lines;
+    o.run.on_agent_line = [&](std::string_view l) { lines.emplace_back(l); };
+    auto r = run_to_end([&](auto on_message, auto done) {
+      providers::async_run_gemini(io.get_executor(), o, prompt, std::move(on_message), std::move(done));
+    }, cancel_when);
+    return {std::move(r), std::move(lines)};
   }
-
-  // What the mapper alone makes of a transcript.
-  static std::vector<message> mapped(const std::string& file, mapper::run_end end) {
-    mapper::gemini_mapper m;
-    std::vector<message> out;
-    for (const auto& l : file_lines(file)) m.on_line(l, out);
-    m.finish(end, out);
-    return out;
-  }
-
-  asio::io_context io;
-  std::string token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-gemini-provider-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
 };
 
 TEST_F(GeminiProvider, ToolRunThroughARealProcessGivesTheMappersMessages) {
-  auto o = options(stub({"replay", recorded("tool"), "--chunk", "7"}));
+  auto o = stand_in({"replay", recorded("tool"), "--chunk", "7"});
   o.model = "tool";
   o.skip_trust = true;
   auto r = run(o, "-p do it");
   EXPECT_FALSE(r.ec);
   EXPECT_EQ(recorded_argv(), (args{"--output-format", "stream-json", "-m", "tool", "--skip-trust", "--prompt=-p do it"}));
-  EXPECT_EQ(r.lines, file_lines(recorded("tool")));
-  const auto expected = merged_text(mapped(recorded("tool"), {.status = process::exited{0}}));
+  EXPECT_EQ(r.lines, read_lines(recorded("tool")));
+  const auto expected = merged_text(mapped<mapper::gemini_mapper>(recorded("tool"), {.status = process::exited{0}}));
   const auto got = merged_text(r.messages);
   ASSERT_EQ(got.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << i;
@@ -223,7 +153,7 @@ TEST_F(GeminiProvider, ToolRunThroughARealProcessGivesTheMappersMessages) {
 }
 
 TEST_F(GeminiProvider, HttpErrorExitCodeReachesTheMapper) {
-  auto r = run(options(stub({"replay", recorded("http429"), "exit", "173"})), "x");
+  auto r = run(stand_in({"replay", recorded("http429"), "exit", "173"}), "x");
   EXPECT_EQ(r.terminal.type, message_type::terminal_failed);
   EXPECT_EQ(r.terminal.content.at("reason"), "agent_error");
   EXPECT_EQ(r.terminal.content.at("http_status"), 429);
@@ -232,8 +162,8 @@ TEST_F(GeminiProvider, HttpErrorExitCodeReachesTheMapper) {
 }
 
 TEST_F(GeminiProvider, ResumeReportsTheSession) {
-  auto o = options(stub({"replay", recorded("answer")}));
-  o.session_id = nlohmann::json::parse(file_lines(recorded("answer")).at(0)).at("session_id").get<std::string>();
+  auto o = stand_in({"replay", recorded("answer")});
+  o.session_id = nlohmann::json::parse(read_lines(recorded("answer")).at(0)).at("session_id").get<std::string>();
   auto r = run(o, "again");
   EXPECT_EQ(recorded_argv(), (args{"--output-format", "stream-json", "--resume", *o.session_id, "--prompt=again"}));
   ASSERT_FALSE(r.messages.empty());
@@ -246,7 +176,7 @@ TEST_F(GeminiProvider, LongPromptArrivesWholeOnStdin) {
   // stdin-digest prints {"type":"stdin_digest",…} (an event type gemini's mapper ignores) before the replay.
   std::string prompt;
   for (int i = 0; prompt.size() <= providers::gemini_prompt_argv_max; ++i) prompt += "line " + std::to_string(i) + " €\n";
-  auto r = run(options(stub({"stdin-digest", "replay", recorded("answer")})), prompt);
+  auto r = run(stand_in({"stdin-digest", "replay", recorded("answer")}), prompt);
   EXPECT_EQ(recorded_argv(), (args{"--output-format", "stream-json"}));
   ASSERT_FALSE(r.lines.empty());
   const auto digest = nlohmann::json::parse(r.lines.front());
@@ -264,14 +194,14 @@ TEST_F(GeminiProvider, StartFailuresAreTerminalMessages) {
   EXPECT_EQ(missing.terminal.content.at("reason"), "start_failed");
   EXPECT_NE(missing.terminal.content.at("text").get<std::string>().find("no-such-gemini"), std::string::npos);
 
-  auto invalid = run(options(stub({"replay", recorded("answer")})), "");
+  auto invalid = run(stand_in({"replay", recorded("answer")}), "");
   ASSERT_EQ(invalid.messages.size(), 1u);
   EXPECT_EQ(invalid.terminal.content.at("reason"), "start_failed");
   EXPECT_EQ(invalid.terminal.content.at("error"), "invalid_options");
   EXPECT_FALSE(std::filesystem::exists(dir + "/argv")) << "nothing was spawned";
 
   // Forced onto argv, a prompt above the kernel's per-argument limit cannot start.
-  auto o = options(stub({"replay", recorded("answer")}));
+  auto o = stand_in({"replay", recorded("answer")});
   o.prompt_delivery = providers::gemini_prompt_delivery::argv;
   auto too_long = run(o, std::string(std::size_t{200} << 10, 'x'));
   EXPECT_EQ(too_long.terminal.content.at("reason"), "start_failed");
@@ -281,8 +211,8 @@ TEST_F(GeminiProvider, StartFailuresAreTerminalMessages) {
 TEST_F(GeminiProvider, CancelledDuringAToolStopsTheWholeTree) {
   // The stand-in ignores SIGINT (so the tree kill has to end it) and leaves a child in a session of its own, like
   // gemini's shell tool; it then hangs after the tool_use line.
-  auto o = options(stub({"ignore-sigint", "setsid-child", "replay", recorded("long-tool"), "--delay-ms", "20",
-                         "never-exit"}));
+  auto o =
+      stand_in({"ignore-sigint", "setsid-child", "replay", recorded("long-tool"), "--delay-ms", "20", "never-exit"});
   o.run.stop.graceful_wait = std::chrono::milliseconds(200);
   auto r = run(o, "x", [](const message& m) { return m.type == message_type::tool_call; });
   EXPECT_EQ(r.ec, asio::error::operation_aborted);
@@ -295,16 +225,16 @@ TEST_F(GeminiProvider, CancelledDuringAToolStopsTheWholeTree) {
 }
 
 TEST_F(GeminiProvider, CancelledMidStream) {
-  auto o = options(stub({"replay", recorded("slow"), "--delay-ms", "50", "never-exit"}));
+  auto o = stand_in({"replay", recorded("slow"), "--delay-ms", "50", "never-exit"});
   auto r = run(o, "x", [](const message& m) { return m.type == message_type::assistant; });
   EXPECT_EQ(r.ec, asio::error::operation_aborted);
   EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled);
   EXPECT_EQ(r.terminal.content.at("session_id"),
-            nlohmann::json::parse(file_lines(recorded("slow")).at(0)).at("session_id").get<std::string>());
+            nlohmann::json::parse(read_lines(recorded("slow")).at(0)).at("session_id").get<std::string>());
 }
 
 TEST_F(GeminiProvider, LingeringAfterTheResultIsStoppedAndStillCompleted) {
-  auto o = options(stub({"replay", recorded("answer"), "never-exit"}));
+  auto o = stand_in({"replay", recorded("answer"), "never-exit"});
   o.run.linger_after_finish = std::chrono::milliseconds(100);
   auto r = run(o, "x");
   EXPECT_FALSE(r.ec);
@@ -314,7 +244,7 @@ TEST_F(GeminiProvider, LingeringAfterTheResultIsStoppedAndStillCompleted) {
 
 TEST_F(GeminiProvider, RunGeminiBlocks) {
   std::vector<message> got;
-  auto t = providers::run_gemini(options(stub({"replay", recorded("flaky")})), "x",
+  auto t = providers::run_gemini(stand_in({"replay", recorded("flaky")}), "x",
                                  [&](const message& m) { got.push_back(m); });
   EXPECT_EQ(t.type, message_type::terminal_completed);
   EXPECT_EQ(t.content.at("text"), "Recovered answer ü.");

@@ -1,8 +1,7 @@
 // The provider path through a real child process (the fake agent replaying recorded pi output).
-#include "test_util.hpp"
+#include "provider_fixture.hpp"
 
 #include <agenthost/providers/pi.hpp>
-#include <agenthost/transport/contract_checker.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -24,12 +23,9 @@ namespace {
 const std::string fixtures = AGENTHOST_FIXTURES_DIR;
 const std::string tool_turn = fixtures + "/pi/pi-0.73.1-json-tool-turn.jsonl";
 
-class PiProvider : public ::testing::Test {
+class PiProvider : public provider_run_fixture<providers::pi_options> {
  protected:
-  void TearDown() override {
-    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
-    std::filesystem::remove_all(dir);
-  }
+  PiProvider() : provider_run_fixture("pi") {}
 
   process::spawn_options fake(std::vector<std::string> args) {
     return {.executable = AGENTHOST_FAKE_AGENT,
@@ -39,37 +35,12 @@ class PiProvider : public ::testing::Test {
             .reaper_path = AGENTHOST_REAPER};
   }
 
-  struct result {
-    boost::system::error_code ec;
-    std::vector<message> messages;
-    message terminal;
-  };
-
   // Runs to the end; `cancel_when` may emit the cancellation signal from inside on_message.
-  result run(providers::spawn_request spawn, run_options opts = {},
-             std::function<bool(const message&)> cancel_when = {}) {
-    result r;
-    bool done = false;
-    asio::cancellation_signal sig;
-    providers::async_run_agent(
-        io.get_executor(), std::move(spawn), providers::make_pi_mapper({}), opts,
-        [&](const message& m) {
-          r.messages.push_back(m);
-          if (cancel_when && cancel_when(m)) sig.emit(asio::cancellation_type::terminal);
-        },
-        asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
-          r.ec = ec;
-          r.terminal = std::move(t);
-          done = true;
-        }));
-    EXPECT_TRUE(run_until(io, [&] { return done; }, 30s));
-    EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{});
-    EXPECT_FALSE(r.messages.empty());
-    if (!r.messages.empty()) {
-      EXPECT_EQ(r.messages.back(), r.terminal);
-    }
-    EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty()) << "the run left processes behind";
-    return r;
+  result run(providers::spawn_request spawn, run_options opts = {}, cancel_predicate cancel_when = {}) {
+    return run_to_end([&](auto on_message, auto done) {
+      providers::async_run_agent(io.get_executor(), std::move(spawn), providers::make_pi_mapper({}), opts,
+                                 std::move(on_message), std::move(done));
+    }, cancel_when);
   }
 
   static std::string assistant_text(const result& r) {
@@ -88,13 +59,6 @@ class PiProvider : public ::testing::Test {
     for (std::size_t i = 0; i < n && std::getline(in, line); ++i) out << line << "\n";
     return path;
   }
-
-  asio::io_context io;
-  std::string token = random_token();
-  std::string dir = [] {
-    char t[] = "/tmp/agenthost-provider-XXXXXX";
-    return std::string(::mkdtemp(t));
-  }();
 };
 
 TEST_F(PiProvider, NormalRunThroughARealProcess) {
@@ -107,11 +71,7 @@ TEST_F(PiProvider, NormalRunThroughARealProcess) {
 }
 
 TEST_F(PiProvider, OnAgentLineSeesEveryStdoutLineAsPrinted) {
-  std::vector<std::string> fixture_lines;
-  {
-    std::ifstream in(tool_turn);
-    for (std::string l; std::getline(in, l);) fixture_lines.push_back(l);
-  }
+  const auto fixture_lines = read_lines(tool_turn);
   std::vector<std::string> seen;
   run_options opts;
   opts.on_agent_line = [&](std::string_view line) { seen.emplace_back(line); };
@@ -122,22 +82,14 @@ TEST_F(PiProvider, OnAgentLineSeesEveryStdoutLineAsPrinted) {
 
 TEST_F(PiProvider, RunPiBuildsTheCommandLineAndRunsIt) {
   // A stand-in `pi` executable (a script) that records its arguments and replays a transcript.
-  const std::string pi = dir + "/pi";
-  {
-    std::ofstream s(pi);
-    s << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << dir << "/argv\nexec " << AGENTHOST_FAKE_AGENT << " replay " << tool_turn
-      << "\n";
-  }
-  std::filesystem::permissions(pi, std::filesystem::perms::owner_all);
-  providers::pi_options o{.executable = pi, .model = "fake-model", .no_session = true,
-                          .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}}, .reaper_path = AGENTHOST_REAPER};
+  auto o = stand_in("replay " + tool_turn);
+  o.model = "fake-model";
+  o.no_session = true;
   std::vector<message> got;
   auto terminal = providers::run_pi(o, "-rf /", [&](const message& m) { got.push_back(m); });
   EXPECT_EQ(terminal.type, message_type::terminal_completed);
-  std::ifstream argv_file(dir + "/argv");
-  std::vector<std::string> argv;
-  for (std::string l; std::getline(argv_file, l);) argv.push_back(l);
-  EXPECT_EQ(argv, (std::vector<std::string>{"--mode", "json", "--model", "fake-model", "--no-session", "-p", " -rf /"}));
+  EXPECT_EQ(recorded_argv(),
+            (std::vector<std::string>{"--mode", "json", "--model", "fake-model", "--no-session", "-p", " -rf /"}));
 }
 
 TEST_F(PiProvider, StartFailuresAreTerminalMessagesNotExceptions) {
@@ -257,8 +209,8 @@ TEST_F(PiProvider, RunPiSendsALongPromptThroughStdin) {
   }
   std::filesystem::permissions(pi, std::filesystem::perms::owner_all);
   const std::string body = large_prompt();
-  providers::pi_options o{.executable = pi, .no_session = true, .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
-                          .reaper_path = AGENTHOST_REAPER};
+  auto o = options(pi);
+  o.no_session = true;
   auto terminal = providers::run_pi(o, body + "\n\n", [](const message&) {});
   EXPECT_EQ(terminal.type, message_type::terminal_completed);
   std::ifstream digest_file(dir + "/digest");
@@ -318,12 +270,9 @@ TEST_F(PiProvider, CancellationMidStream) {
 TEST_F(PiProvider, CancellationDuringAToolClosesTheCall) {
   // Transcript up to the tool's start, then the "agent" hangs with a tool child that ignores SIGTERM.
   std::size_t n = 0;
-  {
-    std::ifstream in(tool_turn);
-    for (std::string l; std::getline(in, l);) {
-      ++n;
-      if (l.find("\"tool_execution_start\"") != std::string::npos) break;
-    }
+  for (const auto& l : read_lines(tool_turn)) {
+    ++n;
+    if (l.find("\"tool_execution_start\"") != std::string::npos) break;
   }
   run_options o;
   o.stop = process::stop_policy::sigterm();
