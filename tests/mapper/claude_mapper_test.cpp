@@ -1,123 +1,35 @@
 // Behavioural tests of the Claude Code mapper over every recorded transcript (fixtures/claude-code/recorded/) and
 // hostile variations of them: exact scripted texts, thinking in both modes, tools, terminals, bad input.
+#include "mapper_test_util.hpp"
+
 #include <agenthost/mapper/claude_mapper.hpp>
 
 #include "claude_event.hpp"  // mapper/src: the line parser's two paths
-#include <agenthost/transport/contract_checker.hpp>
-#include <agenthost/transport/message.hpp>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace agenthost::mapper::test {
 namespace {
 
-using json = nlohmann::json;
-using transport::message;
-using transport::message_type;
-
 const std::string kRecorded = std::string(AGENTHOST_FIXTURES_DIR) + "/claude-code/recorded/";
 
-std::vector<std::string> read_lines(const std::string& name) {
-  std::ifstream in(kRecorded + name, std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
+/// The lines of a recorded transcript; a missing file fails the test instead of mapping an empty run.
+std::vector<std::string> recorded_lines(const std::string& name) {
+  EXPECT_TRUE(std::ifstream(kRecorded + name, std::ios::binary).good()) << name;
+  return read_lines(kRecorded + name);
 }
 
-// What the mock model's scenario scripts (tests/mockmodel/scenarios.json): every text chunk joined, the thinking of
-// each block, the text of the last turn. For a turn with `attempts`, the last attempt is what the agent ends with.
-struct script {
-  std::string text, last_text;
-  std::vector<std::string> thoughts;
-};
-
-script scripted(const std::string& name) {
-  std::ifstream in(std::string(AGENTHOST_FIXTURES_DIR) + "/../tests/mockmodel/scenarios.json");
-  const json all = json::parse(in);
-  script s;
-  for (const auto& raw_turn : all.at("scenarios").at(name).at("turns")) {
-    const json& turn = raw_turn.contains("attempts") ? raw_turn.at("attempts").back() : raw_turn;
-    s.last_text.clear();
-    for (const auto& block : turn.value("blocks", json::array())) {
-      if (block.contains("text")) {
-        const auto& t = block.at("text");
-        std::string whole;
-        if (t.is_object()) {
-          for (int i = 0; i < t.at("count").get<int>(); ++i) whole += t.at("repeat").get<std::string>();
-        } else {
-          for (const auto& c : t) whole += c.get<std::string>();
-        }
-        s.text += whole;
-        s.last_text += whole;
-      } else if (block.contains("thinking")) {
-        std::string t;
-        for (const auto& c : block.at("thinking")) t += c.get<std::string>();
-        s.thoughts.push_back(t);
-      }
-    }
-  }
-  return s;
-}
-
-run_end exited(int code) { return run_end{.status = process::exited{code}}; }
-
+/// claude_mapper over `lines`; every run it emits is checked against the contract.
 std::vector<message> run(const std::vector<std::string>& lines, run_end end = exited(0),
                          claude_mapper_options options = {}) {
-  claude_mapper m(std::move(options));
-  std::vector<message> out;
-  for (const auto& l : lines) m.on_line(l, out);
-  m.finish(end, out);
+  auto out = map_lines<claude_mapper>(lines, std::move(options), end);
   EXPECT_EQ(transport::check_run(out), std::vector<std::string>{});
   return out;
-}
-
-std::vector<const message*> of_type(const std::vector<message>& out, message_type t) {
-  std::vector<const message*> r;
-  for (const auto& m : out)
-    if (m.type == t) r.push_back(&m);
-  return r;
-}
-
-std::string assistant_text(const std::vector<message>& out) {
-  std::string s;
-  for (const auto* m : of_type(out, message_type::assistant)) s += m->content.at("text").get<std::string>();
-  return s;
-}
-
-std::vector<std::string> thoughts(const std::vector<message>& out) {
-  std::vector<std::string> r;
-  for (const auto* m : of_type(out, message_type::assistant_thought)) r.push_back(m->content.at("text"));
-  return r;
-}
-
-std::size_t index_of_first(const std::vector<message>& out, message_type t) {
-  for (std::size_t i = 0; i < out.size(); ++i)
-    if (out[i].type == t) return i;
-  return out.size();
-}
-
-std::size_t index_of_last(const std::vector<message>& out, message_type t) {
-  for (std::size_t i = out.size(); i-- > 0;)
-    if (out[i].type == t) return i;
-  return out.size();
-}
-
-const json& terminal(const std::vector<message>& out) { return out.back().content; }
-
-std::string dump(const std::vector<message>& out) {
-  std::string s;
-  for (const auto& m : out) s += m.to_json_line() + "\n";
-  return s;
 }
 
 // A line with one field replaced (parsed and dumped again: key order changes, which the mapper must not mind).
@@ -135,33 +47,33 @@ TEST(ClaudeMapper, ToolTranscript) {
   const auto s = scripted("tool");
   for (auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
     SCOPED_TRACE(mode == thinking_mode::buffered ? "buffered" : "stream");
-    const auto out = run(read_lines("tool.jsonl"), exited(0), {.thinking = mode});
+    const auto out = run(recorded_lines("tool.jsonl"), exited(0), {.thinking = mode});
     ASSERT_FALSE(out.empty());
     EXPECT_EQ(out.front().type, message_type::session_started);
     EXPECT_EQ(out.front().content.at("session_id"), "17b5f4fc-d8c2-4b5b-8756-ce668d5a2b7f");
     EXPECT_EQ(out.front().content.at("agent"), "claude");
     EXPECT_EQ(out.front().content.at("model"), "tool");
     EXPECT_EQ(out.front().content.at("cwd"), "/home/user/project");
-    EXPECT_EQ(assistant_text(out), s.text) << dump(out);
-    EXPECT_EQ(thoughts(out), s.thoughts);
+    EXPECT_EQ(assistant_text(out), s.text()) << to_jsonl(out);
+    EXPECT_EQ(texts(out, message_type::assistant_thought), s.thoughts);
 
     const auto calls = of_type(out, message_type::tool_call);
-    ASSERT_EQ(calls.size(), 1u) << dump(out);
-    EXPECT_EQ(calls[0]->content.at("tool_call_id"), "call_mock_echo_1");
-    EXPECT_EQ(calls[0]->content.at("name"), "Bash");
-    EXPECT_EQ(calls[0]->content.at("input"), (json{{"command", "echo agenthost-tool-output"}}));
+    ASSERT_EQ(calls.size(), 1u) << to_jsonl(out);
+    EXPECT_EQ(calls[0].content.at("tool_call_id"), "call_mock_echo_1");
+    EXPECT_EQ(calls[0].content.at("name"), "Bash");
+    EXPECT_EQ(calls[0].content.at("input"), (json{{"command", "echo agenthost-tool-output"}}));
     const auto done = of_type(out, message_type::tool_completed);
     ASSERT_EQ(done.size(), 1u);
-    EXPECT_EQ(done[0]->content.at("tool_call_id"), "call_mock_echo_1");
-    EXPECT_EQ(done[0]->content.at("name"), "Bash");
-    EXPECT_EQ(done[0]->content.at("output"), "agenthost-tool-output");
-    EXPECT_EQ(done[0]->content.at("raw_output").at("stdout"), "agenthost-tool-output");
+    EXPECT_EQ(done[0].content.at("tool_call_id"), "call_mock_echo_1");
+    EXPECT_EQ(done[0].content.at("name"), "Bash");
+    EXPECT_EQ(done[0].content.at("output"), "agenthost-tool-output");
+    EXPECT_EQ(done[0].content.at("raw_output").at("stdout"), "agenthost-tool-output");
     EXPECT_TRUE(of_type(out, message_type::tool_failed).empty());
     EXPECT_TRUE(of_type(out, message_type::status).empty()) << "status/thinking_tokens lines are not mapped";
 
     ASSERT_EQ(out.back().type, message_type::terminal_completed);
-    const json& t = terminal(out);
-    EXPECT_EQ(t.at("text"), s.last_text);
+    const json& t = terminal(out).content;
+    EXPECT_EQ(t.at("text"), s.last_turn_text);
     EXPECT_EQ(t.at("session_id"), "17b5f4fc-d8c2-4b5b-8756-ce668d5a2b7f");
     EXPECT_EQ(t.at("model"), "tool");
     EXPECT_EQ(t.at("stop_reason"), "end_turn");
@@ -187,49 +99,49 @@ TEST(ClaudeMapper, ToolTranscript) {
 TEST(ClaudeMapper, AnswerTranscript) {
   const auto s = scripted("answer");
   for (auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
-    const auto out = run(read_lines("answer.jsonl"), exited(0), {.thinking = mode});
-    EXPECT_EQ(assistant_text(out), s.text);
-    EXPECT_EQ(thoughts(out), s.thoughts);
+    const auto out = run(recorded_lines("answer.jsonl"), exited(0), {.thinking = mode});
+    EXPECT_EQ(assistant_text(out), s.text());
+    EXPECT_EQ(texts(out, message_type::assistant_thought), s.thoughts);
     EXPECT_TRUE(of_type(out, message_type::tool_call).empty());
     ASSERT_EQ(out.back().type, message_type::terminal_completed);
-    EXPECT_EQ(terminal(out).at("text"), s.last_text);
-    EXPECT_EQ(terminal(out).at("usage").at("input_tokens"), 100);
-    EXPECT_EQ(terminal(out).at("usage").at("output_tokens"), 15);
+    EXPECT_EQ(terminal(out).content.at("text"), s.last_turn_text);
+    EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 100);
+    EXPECT_EQ(terminal(out).content.at("usage").at("output_tokens"), 15);
   }
 }
 
 TEST(ClaudeMapper, OverloadedThenSuccessIsOneRetryStatusAndTheAnswerOnce) {
   const auto s = scripted("flaky");
-  const auto out = run(read_lines("flaky.jsonl"));
+  const auto out = run(recorded_lines("flaky.jsonl"));
   const auto statuses = of_type(out, message_type::status);
-  ASSERT_EQ(statuses.size(), 1u) << dump(out);
-  const json& st = statuses[0]->content;
+  ASSERT_EQ(statuses.size(), 1u) << to_jsonl(out);
+  const json& st = statuses[0].content;
   EXPECT_EQ(st.at("kind"), "retry");
   EXPECT_EQ(st.at("attempt"), 1);
   EXPECT_EQ(st.at("max_attempts"), 1);
   EXPECT_EQ(st.at("delay_ms"), 606);
   EXPECT_EQ(st.at("error_status"), 503);
   EXPECT_EQ(st.at("error"), "503 overloaded");
-  EXPECT_EQ(assistant_text(out), s.text);
-  EXPECT_EQ(thoughts(out), s.thoughts);
+  EXPECT_EQ(assistant_text(out), s.text());
+  EXPECT_EQ(texts(out, message_type::assistant_thought), s.thoughts);
   ASSERT_EQ(out.back().type, message_type::terminal_completed);
-  EXPECT_EQ(terminal(out).at("text"), s.last_text);
+  EXPECT_EQ(terminal(out).content.at("text"), s.last_turn_text);
 }
 
 TEST(ClaudeMapper, CutStreamRetriedByClaudeGivesTheTextOnceAndOnlyTheRetrysThinking) {
   const auto s = scripted("cut-retry");
   for (auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
-    const auto out = run(read_lines("cut-retry.jsonl"), exited(0), {.thinking = mode});
+    const auto out = run(recorded_lines("cut-retry.jsonl"), exited(0), {.thinking = mode});
     EXPECT_EQ(assistant_text(out), "Hello world.");
-    EXPECT_EQ(assistant_text(out), s.text);
-    EXPECT_EQ(thoughts(out), std::vector<std::string>{"Thinking again."});
+    EXPECT_EQ(assistant_text(out), s.text());
+    EXPECT_EQ(texts(out, message_type::assistant_thought), std::vector<std::string>{"Thinking again."});
     ASSERT_EQ(out.back().type, message_type::terminal_completed);
     // Claude's own total counts the cut attempt's message_start too.
-    EXPECT_EQ(terminal(out).at("usage").at("input_tokens"), 200);
+    EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 200);
     const auto statuses = of_type(out, message_type::status);
     ASSERT_EQ(statuses.size(), 1u);
-    EXPECT_EQ(statuses[0]->content.at("error"), "unknown");
-    EXPECT_FALSE(statuses[0]->content.contains("error_status"));
+    EXPECT_EQ(statuses[0].content.at("error"), "unknown");
+    EXPECT_FALSE(statuses[0].content.contains("error_status"));
   }
 }
 
@@ -242,9 +154,9 @@ TEST(ClaudeMapper, HttpErrorsAreAgentErrorsWithStatusAndRetryable) {
   for (const auto& c : {tc{"http500.jsonl", 500, "API Error: 500 mock internal server error."},
                         tc{"http429.jsonl", 429, "API Error: Request rejected (429)"}}) {
     SCOPED_TRACE(c.file);
-    const auto out = run(read_lines(c.file), exited(1));  // Claude exits 1 after an API error
-    ASSERT_EQ(out.back().type, message_type::terminal_failed) << dump(out);
-    const json& t = terminal(out);
+    const auto out = run(recorded_lines(c.file), exited(1));  // Claude exits 1 after an API error
+    ASSERT_EQ(out.back().type, message_type::terminal_failed) << to_jsonl(out);
+    const json& t = terminal(out).content;
     EXPECT_EQ(t.at("reason"), "agent_error");
     EXPECT_EQ(t.at("http_status"), c.status);
     EXPECT_EQ(t.at("retryable"), true);
@@ -258,17 +170,17 @@ TEST(ClaudeMapper, HttpErrorsAreAgentErrorsWithStatusAndRetryable) {
 }
 
 TEST(ClaudeMapper, BashRefusingSleep30IsAFailedToolCallAndTheRunCompletes) {
-  const auto out = run(read_lines("long-tool.jsonl"));
+  const auto out = run(recorded_lines("long-tool.jsonl"));
   const auto calls = of_type(out, message_type::tool_call);
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0]->content.at("input"), (json{{"command", "sleep 30"}}));
+  EXPECT_EQ(calls[0].content.at("input"), (json{{"command", "sleep 30"}}));
   const auto failed = of_type(out, message_type::tool_failed);
   ASSERT_EQ(failed.size(), 1u);
-  EXPECT_EQ(failed[0]->content.at("error").get<std::string>().rfind("<tool_use_error>Blocked: standalone sleep 30.", 0),
+  EXPECT_EQ(failed[0].content.at("error").get<std::string>().rfind("<tool_use_error>Blocked: standalone sleep 30.", 0),
             0u);
   EXPECT_EQ(assistant_text(out), "Sleeping.The sleep finished.");
   ASSERT_EQ(out.back().type, message_type::terminal_completed);
-  EXPECT_EQ(terminal(out).at("text"), "The sleep finished.");
+  EXPECT_EQ(terminal(out).content.at("text"), "The sleep finished.");
 }
 
 TEST(ClaudeMapper, InterruptedRunsAreCancelledWhenTheCallerCancelled) {
@@ -277,25 +189,25 @@ TEST(ClaudeMapper, InterruptedRunsAreCancelledWhenTheCallerCancelled) {
                                  "long-tool-echo-sigint-before-tool.jsonl", "long-tool-echo-sigterm.jsonl"}) {
     SCOPED_TRACE(file);
     const int code = file == "long-tool-echo-sigterm.jsonl" ? 143 : 0;
-    const auto out = run(read_lines(file), run_end{.status = process::exited{code}, .cancelled = true});
-    ASSERT_EQ(out.back().type, message_type::terminal_cancelled) << dump(out);
+    const auto out = run(recorded_lines(file), run_end{.status = process::exited{code}, .cancelled = true});
+    ASSERT_EQ(out.back().type, message_type::terminal_cancelled) << to_jsonl(out);
     if (file == "slow.jsonl") {
       EXPECT_EQ(assistant_text(out), "tick ");
-      EXPECT_EQ(terminal(out).at("session_id"), "ebdde181-456f-4803-9eb3-ff4b88add45a");
+      EXPECT_EQ(terminal(out).content.at("session_id"), "ebdde181-456f-4803-9eb3-ff4b88add45a");
     } else {
       EXPECT_EQ(assistant_text(out), "Sleeping.");
       const auto calls = of_type(out, message_type::tool_call);
       ASSERT_EQ(calls.size(), 1u);
-      EXPECT_EQ(calls[0]->content.at("input"), (json{{"command", "echo sleeping; sleep 30"}}));
+      EXPECT_EQ(calls[0].content.at("input"), (json{{"command", "echo sleeping; sleep 30"}}));
       const auto failed = of_type(out, message_type::tool_failed);
       ASSERT_EQ(failed.size(), 1u);
       if (file == "long-tool-echo-sigint-before-tool.jsonl") {
-        EXPECT_EQ(failed[0]->content.at("closed_by_finish"), true);  // Claude never reported it
+        EXPECT_EQ(failed[0].content.at("closed_by_finish"), true);  // Claude never reported it
       } else if (file == "long-tool-echo-sigterm.jsonl") {
-        EXPECT_EQ(failed[0]->content.at("error"), "Exit code 137\nsleeping");
+        EXPECT_EQ(failed[0].content.at("error"), "Exit code 137\nsleeping");
       } else {
-        EXPECT_EQ(failed[0]->content.at("raw_output"), "User rejected tool use");
-        EXPECT_EQ(failed[0]->content.at("error").get<std::string>().rfind("The user doesn't want to proceed", 0), 0u);
+        EXPECT_EQ(failed[0].content.at("raw_output"), "User rejected tool use");
+        EXPECT_EQ(failed[0].content.at("error").get<std::string>().rfind("The user doesn't want to proceed", 0), 0u);
       }
     }
   }
@@ -303,23 +215,24 @@ TEST(ClaudeMapper, InterruptedRunsAreCancelledWhenTheCallerCancelled) {
 
 TEST(ClaudeMapper, InterruptionsWithoutACallerCancelAreFailures) {
   // An error_during_execution result nobody asked for: the agent aborted.
-  auto out = run(read_lines("slow.jsonl"));
+  auto out = run(recorded_lines("slow.jsonl"));
   ASSERT_EQ(out.back().type, message_type::terminal_failed);
-  EXPECT_EQ(terminal(out).at("reason"), "agent_error");
-  EXPECT_EQ(terminal(out).at("retryable"), false);
-  EXPECT_EQ(terminal(out).at("terminal_reason"), "aborted_streaming");
-  EXPECT_NE(terminal(out).at("text").get<std::string>().find("error_during_execution"), std::string::npos);
+  EXPECT_EQ(terminal(out).content.at("reason"), "agent_error");
+  EXPECT_EQ(terminal(out).content.at("retryable"), false);
+  EXPECT_EQ(terminal(out).content.at("terminal_reason"), "aborted_streaming");
+  EXPECT_NE(terminal(out).content.at("text").get<std::string>().find("error_during_execution"), std::string::npos);
   // Exit 0 without a result: never success.
-  out = run(read_lines("long-tool-echo-sigint-before-tool.jsonl"));
+  out = run(recorded_lines("long-tool-echo-sigint-before-tool.jsonl"));
   ASSERT_EQ(out.back().type, message_type::terminal_failed);
-  EXPECT_EQ(terminal(out).at("reason"), "no_terminal_event");
-  EXPECT_EQ(terminal(out).at("retryable"), true);  // Claude had started working
+  EXPECT_EQ(terminal(out).content.at("reason"), "no_terminal_event");
+  EXPECT_EQ(terminal(out).content.at("retryable"), true);  // Claude had started working
   // Exit 143 without a result.
-  out = run(read_lines("long-tool-echo-sigterm.jsonl"), run_end{.status = process::exited{143}, .stderr_tail = "x\nbye\n"});
+  out = run(recorded_lines("long-tool-echo-sigterm.jsonl"),
+            run_end{.status = process::exited{143}, .stderr_tail = "x\nbye\n"});
   ASSERT_EQ(out.back().type, message_type::terminal_failed);
-  EXPECT_EQ(terminal(out).at("reason"), "exited");
-  EXPECT_EQ(terminal(out).at("exit_code"), 143);
-  EXPECT_NE(terminal(out).at("text").get<std::string>().find("stderr: bye"), std::string::npos);
+  EXPECT_EQ(terminal(out).content.at("reason"), "exited");
+  EXPECT_EQ(terminal(out).content.at("exit_code"), 143);
+  EXPECT_NE(terminal(out).content.at("text").get<std::string>().find("stderr: bye"), std::string::npos);
 }
 
 TEST(ClaudeMapper, EveryRecordedTranscriptGivesAValidRunInBothModes) {
@@ -329,7 +242,7 @@ TEST(ClaudeMapper, EveryRecordedTranscriptGivesAValidRunInBothModes) {
         "long-tool-echo-sigterm.jsonl", "long-tool-echo.jsonl", "long-tool.jsonl", "slow.jsonl", "tool.jsonl"}) {
     for (auto mode : {thinking_mode::buffered, thinking_mode::stream}) {
       SCOPED_TRACE(file);
-      const auto lines = read_lines(file);
+      const auto lines = recorded_lines(file);
       claude_mapper m({.thinking = mode});
       std::vector<message> out;
       for (const auto& l : lines) m.on_line(l, out);
@@ -353,65 +266,65 @@ TEST(ClaudeMapper, GarbageLinesAreCountedKeptAndNeverStopTheStream) {
       "{\"type\":\"result\"} trailing", "\"just a string\"", std::string("{\"type\":\"x\",\"s\":\"\xff\"}")};
   std::vector<std::string> lines;
   std::size_t g = 0;
-  for (const auto& l : read_lines("answer.jsonl")) {
+  for (const auto& l : recorded_lines("answer.jsonl")) {
     lines.push_back(l);
     if (g < garbage.size()) lines.push_back(garbage[g++]);
   }
   lines.emplace_back("   ");  // blank: ignored, not invalid
   const auto out = run(lines);
-  EXPECT_EQ(assistant_text(out), s.text);
+  EXPECT_EQ(assistant_text(out), s.text());
   ASSERT_EQ(out.back().type, message_type::terminal_completed) << "a completed run stays completed";
-  EXPECT_EQ(terminal(out).at("invalid_output_line_count"), garbage.size());
-  EXPECT_EQ(terminal(out).at("invalid_output_lines").size(), garbage.size());
-  EXPECT_EQ(terminal(out).at("invalid_output_lines").at(0), "not json");
+  EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), garbage.size());
+  EXPECT_EQ(terminal(out).content.at("invalid_output_lines").size(), garbage.size());
+  EXPECT_EQ(terminal(out).content.at("invalid_output_lines").at(0), "not json");
 }
 
 TEST(ClaudeMapper, AWrongFieldTypeMakesTheLineInvalidAndTheFrameRestoresItsText) {
   const auto s = scripted("answer");
-  auto lines = read_lines("answer.jsonl");
+  auto lines = recorded_lines("answer.jsonl");
   // The block's last delta: the frame that follows restores a lost end (a lost middle would be a text_diverged
   // warning, see AFrameThatContradictsTheStreamIsAWarningAndTheStreamStands).
   const auto it = std::find_if(lines.rbegin(), lines.rend(), is_text_delta);
   ASSERT_NE(it, lines.rend());
   *it = with(*it, "/event/delta/text"_json_pointer, 42);
   const auto out = run(lines);
-  EXPECT_EQ(assistant_text(out), s.text) << "the full assistant frame carries what the bad delta lost";
+  EXPECT_EQ(assistant_text(out), s.text()) << "the full assistant frame carries what the bad delta lost";
   EXPECT_TRUE(of_type(out, message_type::status).empty());
-  EXPECT_EQ(terminal(out).at("invalid_output_line_count"), 1);
+  EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 1);
   // null counts as absent, not invalid.
-  auto nulls = read_lines("answer.jsonl");
+  auto nulls = recorded_lines("answer.jsonl");
   for (auto& l : nulls)
     if (l.find("\"message_delta\"") != std::string::npos) l = with(l, "/event/delta/stop_reason"_json_pointer, nullptr);
-  EXPECT_FALSE(terminal(run(nulls)).contains("invalid_output_line_count"));
+  EXPECT_FALSE(terminal(run(nulls)).content.contains("invalid_output_line_count"));
 }
 
 TEST(ClaudeMapper, RepeatedLinesAddNothing) {
-  const auto original = run(read_lines("tool.jsonl"));
+  const auto original = run(recorded_lines("tool.jsonl"));
   std::vector<std::string> twice;
-  for (const auto& l : read_lines("tool.jsonl")) {
+  for (const auto& l : recorded_lines("tool.jsonl")) {
     twice.push_back(l);
     twice.push_back(l);
   }
-  EXPECT_EQ(dump(run(twice)), dump(original));
+  EXPECT_EQ(to_jsonl(run(twice)), to_jsonl(original));
 }
 
 TEST(ClaudeMapper, UnknownEventTypesAreIgnored) {
-  const auto original = run(read_lines("tool.jsonl"));
+  const auto original = run(recorded_lines("tool.jsonl"));
   std::vector<std::string> lines;
-  for (const auto& l : read_lines("tool.jsonl")) {
+  for (const auto& l : recorded_lines("tool.jsonl")) {
     lines.push_back(l);
     lines.emplace_back(R"({"type":"future_event","payload":{"x":[1,2,3]}})");
     lines.emplace_back(R"({"type":"stream_event","event":{"type":"ping"},"parent_tool_use_id":null})");
     lines.emplace_back(R"({"type":"system","subtype":"hook_started","hook":{"name":"x"}})");
   }
   const auto out = run(lines);
-  EXPECT_EQ(dump(out), dump(original));
+  EXPECT_EQ(to_jsonl(out), to_jsonl(original));
 }
 
 TEST(ClaudeMapper, SubAgentEventsAreNotMixedIntoTheMainText) {
   const auto s = scripted("answer");
   std::vector<std::string> lines;
-  for (const auto& l : read_lines("answer.jsonl")) {
+  for (const auto& l : recorded_lines("answer.jsonl")) {
     lines.push_back(l);
     if (is_text_delta(l)) {
       lines.push_back(with(with(l, "/parent_tool_use_id"_json_pointer, "toolu_parent"), "/uuid"_json_pointer, "sub"));
@@ -419,13 +332,13 @@ TEST(ClaudeMapper, SubAgentEventsAreNotMixedIntoTheMainText) {
     }
   }
   const auto out = run(lines);
-  EXPECT_EQ(assistant_text(out), s.text);
+  EXPECT_EQ(assistant_text(out), s.text());
 }
 
 TEST(ClaudeMapper, AnOversizeLineIsReportedAsInvalid) {
   claude_mapper m;
   std::vector<message> out;
-  const auto lines = read_lines("answer.jsonl");
+  const auto lines = recorded_lines("answer.jsonl");
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (i == 3) m.on_oversize_line("{\"type\":\"stream_event\"", 99'000'000, out);
     m.on_line(lines[i], out);
@@ -433,13 +346,13 @@ TEST(ClaudeMapper, AnOversizeLineIsReportedAsInvalid) {
   m.finish(exited(0), out);
   EXPECT_EQ(transport::check_run(out), std::vector<std::string>{});
   ASSERT_EQ(out.back().type, message_type::terminal_completed);
-  EXPECT_EQ(terminal(out).at("invalid_output_line_count"), 1);
-  EXPECT_NE(terminal(out).at("invalid_output_lines").at(0).get<std::string>().find("99000000 bytes"),
+  EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 1);
+  EXPECT_NE(terminal(out).content.at("invalid_output_lines").at(0).get<std::string>().find("99000000 bytes"),
             std::string::npos);
 }
 
 TEST(ClaudeMapper, AStreamCutBeforeTheResultIsAFailureThatLosesNothing) {
-  auto lines = read_lines("tool.jsonl");
+  auto lines = recorded_lines("tool.jsonl");
   // Cut right after the tool_use frame: the call is open, the first thinking block is held.
   const auto it = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
     return l.rfind("{\"type\":\"assistant\"", 0) == 0 && l.find("\"tool_use\"") != std::string::npos;
@@ -448,44 +361,45 @@ TEST(ClaudeMapper, AStreamCutBeforeTheResultIsAFailureThatLosesNothing) {
   lines.erase(it + 1, lines.end());
   const auto out = run(lines);
   EXPECT_EQ(assistant_text(out), "Running the command now.");
-  EXPECT_EQ(thoughts(out), std::vector<std::string>{"The user wants me to run echo. I will call the bash tool."});
+  EXPECT_EQ(texts(out, message_type::assistant_thought),
+            std::vector<std::string>{"The user wants me to run echo. I will call the bash tool."});
   const auto failed = of_type(out, message_type::tool_failed);
   ASSERT_EQ(failed.size(), 1u);
-  EXPECT_EQ(failed[0]->content.at("closed_by_finish"), true);
+  EXPECT_EQ(failed[0].content.at("closed_by_finish"), true);
   ASSERT_EQ(out.back().type, message_type::terminal_failed);
-  EXPECT_EQ(terminal(out).at("reason"), "no_terminal_event");
+  EXPECT_EQ(terminal(out).content.at("reason"), "no_terminal_event");
 }
 
 TEST(ClaudeMapper, CommonEndsComeFirst) {
-  const auto lines = read_lines("answer.jsonl");
+  const auto lines = recorded_lines("answer.jsonl");
   auto out = run(lines, run_end{.status = process::signaled{SIGKILL}});
-  EXPECT_EQ(terminal(out).at("reason"), "signaled");
-  EXPECT_EQ(terminal(out).at("signal"), SIGKILL);
+  EXPECT_EQ(terminal(out).content.at("reason"), "signaled");
+  EXPECT_EQ(terminal(out).content.at("signal"), SIGKILL);
   out = run(lines, run_end{.timeout = "idle"});
-  EXPECT_EQ(terminal(out).at("reason"), "timeout");
-  EXPECT_EQ(terminal(out).at("timeout"), "idle");
+  EXPECT_EQ(terminal(out).content.at("reason"), "timeout");
+  EXPECT_EQ(terminal(out).content.at("timeout"), "idle");
   out = run(lines, run_end{.status = process::exited{0}, .cancelled = true});
   EXPECT_EQ(out.back().type, message_type::terminal_cancelled);
   // The provider stopped a Claude that lingered after its result: the result decides.
   out = run(lines, run_end{.status = process::signaled{SIGINT}, .stopped_after_finish = true});
   ASSERT_EQ(out.back().type, message_type::terminal_completed);
-  EXPECT_EQ(terminal(out).at("stopped_after_finish"), true);
+  EXPECT_EQ(terminal(out).content.at("stopped_after_finish"), true);
   // No JSON at all and exit 1.
   out = run({"Error: unknown option '--bogus'"}, run_end{.status = process::exited{1}, .stderr_tail = "boom\n"});
-  EXPECT_EQ(terminal(out).at("reason"), "exited");
-  EXPECT_EQ(terminal(out).at("retryable"), false);
+  EXPECT_EQ(terminal(out).content.at("reason"), "exited");
+  EXPECT_EQ(terminal(out).content.at("retryable"), false);
   EXPECT_TRUE(of_type(out, message_type::session_started).empty());
 }
 
 TEST(ClaudeMapper, FinishIsIdempotentAndLinesAfterItAreIgnored) {
   claude_mapper m;
   std::vector<message> out;
-  for (const auto& l : read_lines("answer.jsonl")) m.on_line(l, out);
+  for (const auto& l : recorded_lines("answer.jsonl")) m.on_line(l, out);
   EXPECT_TRUE(m.agent_finished());
   m.finish(exited(0), out);
   const std::size_t n = out.size();
   m.finish(exited(1), out);
-  for (const auto& l : read_lines("tool.jsonl")) m.on_line(l, out);
+  for (const auto& l : recorded_lines("tool.jsonl")) m.on_line(l, out);
   EXPECT_EQ(out.size(), n);
   EXPECT_EQ(transport::check_run(out), std::vector<std::string>{});
 }
@@ -545,7 +459,7 @@ TEST(ClaudeMapper, HotLinesInClaudesOwnFormFollowTheSameRules) {
     m->on_line(start, out);
     m->on_line(m == &a ? fast : json::parse(fast).dump(), out);
   }
-  EXPECT_EQ(dump(out_a), dump(out_b));
+  EXPECT_EQ(to_jsonl(out_a), to_jsonl(out_b));
   EXPECT_EQ(assistant_text(out_a), "a\tb\xC3\xA9");
 }
 
@@ -596,7 +510,7 @@ TEST(ClaudeMapper, TheFastPathAndOnDemandAgreeOnEveryLine) {
        {"answer.jsonl", "cut-retry.jsonl", "flaky.jsonl", "http429.jsonl", "http500.jsonl",
         "long-tool-echo-sigint-before-tool.jsonl", "long-tool-echo-sigint-cli-only.jsonl",
         "long-tool-echo-sigterm.jsonl", "long-tool-echo.jsonl", "long-tool.jsonl", "slow.jsonl", "tool.jsonl"}) {
-    for (const auto& line : read_lines(file)) {
+    for (const auto& line : recorded_lines(file)) {
       same(line);
       if (line.size() > 600) continue;  // the hot lines are short; frames and results take On-Demand anyway
       for (std::size_t i = 0; i < line.size(); i += 3) {
@@ -619,31 +533,31 @@ TEST(ClaudeMapper, TheFastPathAndOnDemandAgreeOnEveryLine) {
 TEST(ClaudeMapper, TextThatWasNeverStreamedComesFromTheFrame) {
   const auto s = scripted("tool");
   std::vector<std::string> lines;
-  for (const auto& l : read_lines("tool.jsonl"))
+  for (const auto& l : recorded_lines("tool.jsonl"))
     if (!is_text_delta(l)) lines.push_back(l);
   const auto out = run(lines);
-  EXPECT_EQ(assistant_text(out), s.text);
-  EXPECT_FALSE(terminal(out).contains("text_diverged"));
+  EXPECT_EQ(assistant_text(out), s.text());
+  EXPECT_FALSE(terminal(out).content.contains("text_diverged"));
   // Some deltas lost (a delta line dropped): only the missing end is added.
   std::vector<std::string> some;
-  for (const auto& l : read_lines("answer.jsonl"))
+  for (const auto& l : recorded_lines("answer.jsonl"))
     if (!(is_text_delta(l) && l.find("\"end.\"") != std::string::npos)) some.push_back(l);
-  EXPECT_EQ(assistant_text(run(some)), scripted("answer").text);
+  EXPECT_EQ(assistant_text(run(some)), scripted("answer").text());
 }
 
 TEST(ClaudeMapper, AFrameThatContradictsTheStreamIsAWarningAndTheStreamStands) {
   const auto s = scripted("answer");
-  auto lines = read_lines("answer.jsonl");
+  auto lines = recorded_lines("answer.jsonl");
   for (auto& l : lines)
     if (l.rfind("{\"type\":\"assistant\"", 0) == 0 && l.find("\"type\":\"text\"") != std::string::npos)
       l = with(l, "/message/content/0/text"_json_pointer, "Something else entirely.");
   const auto out = run(lines);
-  EXPECT_EQ(assistant_text(out), s.text);
+  EXPECT_EQ(assistant_text(out), s.text());
   const auto statuses = of_type(out, message_type::status);
   ASSERT_EQ(statuses.size(), 1u);
-  EXPECT_EQ(statuses[0]->content.at("code"), "text_diverged");
-  EXPECT_EQ(statuses[0]->content.at("final_text"), "Something else entirely.");
-  EXPECT_EQ(terminal(out).at("text_diverged"), true);
+  EXPECT_EQ(statuses[0].content.at("code"), "text_diverged");
+  EXPECT_EQ(statuses[0].content.at("final_text"), "Something else entirely.");
+  EXPECT_EQ(terminal(out).content.at("text_diverged"), true);
 }
 
 // A stream cut mid-text that Claude retries: the retry's repetition of the abandoned text is not emitted again.
@@ -688,7 +602,7 @@ std::vector<std::string> cut_mid_text(const std::vector<std::string>& retry_chun
 TEST(ClaudeMapper, ARetryRepeatingAnAbandonedAttemptsTextEmitsItOnce) {
   auto out = run(cut_mid_text({"Hello ", "wor", "ld."}));
   EXPECT_EQ(assistant_text(out), "Hello world.");
-  EXPECT_FALSE(terminal(out).contains("text_diverged"));
+  EXPECT_FALSE(terminal(out).content.contains("text_diverged"));
   out = run(cut_mid_text({"Hello world", "."}));  // chunked differently
   EXPECT_EQ(assistant_text(out), "Hello world.");
 }
@@ -699,22 +613,22 @@ TEST(ClaudeMapper, ARetryThatDivergesRetractsTheAbandonedText) {
     std::string retry;
     for (const auto& c : chunks) retry += c;
     const auto statuses = of_type(out, message_type::status);
-    ASSERT_EQ(statuses.size(), 2u) << dump(out);  // the retry, then the retraction
-    EXPECT_EQ(statuses[1]->content.at("code"), "retry_diverged");
-    EXPECT_EQ(statuses[1]->content.at("retracted_text"), "Hello wor");
+    ASSERT_EQ(statuses.size(), 2u) << to_jsonl(out);  // the retry, then the retraction
+    EXPECT_EQ(statuses[1].content.at("code"), "retry_diverged");
+    EXPECT_EQ(statuses[1].content.at("retracted_text"), "Hello wor");
     EXPECT_EQ(assistant_text(out), "Hello wor" + retry) << "the void text, then the retry's text from its start";
-    EXPECT_EQ(terminal(out).at("text_diverged"), true);
-    EXPECT_EQ(terminal(out).at("text"), retry);
+    EXPECT_EQ(terminal(out).content.at("text_diverged"), true);
+    EXPECT_EQ(terminal(out).content.at("text"), retry);
   }
 }
 
 TEST(ClaudeMapper, ResumedSessions) {
-  auto out = run(read_lines("answer.jsonl"), exited(0),
+  auto out = run(recorded_lines("answer.jsonl"), exited(0),
                  {.requested_session_id = std::string("f0000000-0000-0000-0000-000000000000")});
   ASSERT_EQ(out.front().type, message_type::session_resumed);
   EXPECT_EQ(out.front().content.at("resume"), "restarted");
   const std::string id = out.front().content.at("session_id");
-  out = run(read_lines("answer.jsonl"), exited(0), {.requested_session_id = id});
+  out = run(recorded_lines("answer.jsonl"), exited(0), {.requested_session_id = id});
   EXPECT_EQ(out.front().content.at("resume"), "resumed");
 }
 

@@ -1,5 +1,5 @@
 // codex_mapper over every recorded `codex exec --json` transcript (fixtures/codex/recorded/) and over hostile input.
-#include "pi_test_util.hpp"
+#include "mapper_test_util.hpp"
 
 #include <agenthost/mapper/codex_mapper.hpp>
 
@@ -15,59 +15,9 @@ std::string codex_fixture(const std::string& name) {
 }
 
 std::vector<message> run_codex(const std::vector<std::string>& lines, codex_mapper_options options = {},
-                               run_end end = {.status = process::exited{0}}) {
-  codex_mapper mapper(std::move(options));
-  std::vector<message> out;
-  for (const auto& l : lines) mapper.on_line(l, out);
-  mapper.finish(end, out);
-  return out;
+                               run_end end = exited(0)) {
+  return map_lines<codex_mapper>(lines, std::move(options), end);
 }
-
-// The text the mock model streams for a scenario: the text chunks of every turn (its last attempt), joined.
-struct scripted_text {
-  std::vector<std::string> texts;     // one per text block
-  std::vector<std::string> thoughts;  // one per thinking block
-  std::string text() const {
-    std::string s;
-    for (const auto& t : texts) s += t;
-    return s;
-  }
-};
-
-scripted_text scripted(const std::string& scenario) {
-  const auto all = json::parse(read_file(std::string(AGENTHOST_FIXTURES_DIR) + "/../tests/mockmodel/scenarios.json"));
-  const json& sc = all.at("scenarios").at(scenario);
-  scripted_text r;
-  for (const auto& turn : sc.at("turns")) {
-    const json& attempt = turn.contains("attempts") ? turn.at("attempts").back() : turn;
-    for (const auto& block : attempt.value("blocks", json::array())) {
-      for (const char* kind : {"text", "thinking"}) {
-        if (!block.contains(kind)) continue;
-        std::string joined;
-        for (const auto& chunk : block.at(kind)) joined += chunk.get<std::string>();
-        (std::string(kind) == "text" ? r.texts : r.thoughts).push_back(joined);
-      }
-    }
-  }
-  return r;
-}
-
-const message& terminal(const std::vector<message>& out) { return out.back(); }
-
-// Thinking modes must produce the same thoughts, text and terminal; only the position of the thoughts differs.
-void expect_same_in_both_modes(const std::vector<std::string>& lines, const run_end& end) {
-  const auto buffered = run_codex(lines, {.thinking = thinking_mode::buffered}, end);
-  const auto streamed = run_codex(lines, {.thinking = thinking_mode::stream}, end);
-  expect_valid_run(buffered);
-  expect_valid_run(streamed);
-  EXPECT_EQ(texts(buffered, message_type::assistant_thought), texts(streamed, message_type::assistant_thought));
-  EXPECT_EQ(assistant_text(buffered), assistant_text(streamed));
-  EXPECT_EQ(terminal(buffered).to_json_line(), terminal(streamed).to_json_line());
-  EXPECT_EQ(buffered.size(), streamed.size());
-}
-
-const run_end exit0{.status = process::exited{0}};
-const run_end exit1{.status = process::exited{1}};
 
 TEST(CodexMapper, ToolFixture) {
   const auto lines = read_lines(codex_fixture("tool"));
@@ -119,7 +69,7 @@ TEST(CodexMapper, ToolFixture) {
   EXPECT_EQ(type_names(streamed),
             (std::vector<std::string>{"session.started", "status", "assistant.thought", "assistant", "tool.call",
                                       "tool.completed", "assistant.thought", "assistant", "terminal.completed"}));
-  expect_same_in_both_modes(lines, exit0);
+  expect_same_in_both_modes(run_codex, lines, exit0);
 }
 
 TEST(CodexMapper, AnswerFixtures) {
@@ -138,7 +88,7 @@ TEST(CodexMapper, AnswerFixtures) {
     EXPECT_EQ(t.content.at("text"), s.text());
     EXPECT_EQ(t.content.at("usage").at("input_tokens"), 100);
     EXPECT_EQ(t.content.at("usage").at("output_tokens"), 15);
-    expect_same_in_both_modes(lines, exit0);
+    expect_same_in_both_modes(run_codex, lines, exit0);
   }
 }
 
@@ -154,7 +104,7 @@ TEST(CodexMapper, ResumedFixture) {
   EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
   // Codex's running total for the thread (two turns), reported as is.
   EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 200);
-  expect_same_in_both_modes(lines, exit0);
+  expect_same_in_both_modes(run_codex, lines, exit0);
 }
 
 TEST(CodexMapper, CutRetryIsARetryStatusAndTheTextOnce) {
@@ -173,7 +123,7 @@ TEST(CodexMapper, CutRetryIsARetryStatusAndTheTextOnce) {
   EXPECT_EQ(retries[0].at("max_attempts"), 2);
   EXPECT_EQ(retries[0].at("error").get<std::string>().rfind("stream disconnected before completion", 0), 0u);
   EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
-  expect_same_in_both_modes(lines, exit0);
+  expect_same_in_both_modes(run_codex, lines, exit0);
 }
 
 TEST(CodexMapper, FlakyRetriedSilently) {
@@ -185,7 +135,7 @@ TEST(CodexMapper, FlakyRetriedSilently) {
   EXPECT_EQ(texts(out, message_type::assistant_thought), s.thoughts);
   EXPECT_EQ(terminal(out).type, message_type::terminal_completed);
   EXPECT_EQ(terminal(out).content.at("text"), "Recovered answer \u00fc.");
-  expect_same_in_both_modes(lines, exit0);
+  expect_same_in_both_modes(run_codex, lines, exit0);
 }
 
 TEST(CodexMapper, Http429IsAgentErrorWithStatusAndRetryable) {
@@ -201,7 +151,7 @@ TEST(CodexMapper, Http429IsAgentErrorWithStatusAndRetryable) {
   EXPECT_EQ(t.content.at("retryable"), true);
   EXPECT_EQ(t.content.at("exit_code"), 1);
   EXPECT_EQ(t.content.at("session_id"), "01a229da-3f3f-7271-95af-8abc72e8a44d");
-  expect_same_in_both_modes(lines, exit1);
+  expect_same_in_both_modes(run_codex, lines, exit1);
   // Exit 0 after turn.failed (not what codex does, but the event decides): the same failure.
   EXPECT_EQ(terminal(run_codex(lines, {}, exit0)).content.at("reason"), "agent_error");
 }
@@ -217,7 +167,7 @@ TEST(CodexMapper, Http500CannedMessageIsRetryableWithoutStatus) {
   // Codex replaces the 5xx body with this canned text: no status to report, but it is transient.
   EXPECT_FALSE(t.content.contains("http_status"));
   EXPECT_EQ(t.content.at("retryable"), true);
-  expect_same_in_both_modes(lines, exit1);
+  expect_same_in_both_modes(run_codex, lines, exit1);
 }
 
 TEST(CodexMapper, CancelledDuringTheToolClosesTheCall) {
@@ -233,7 +183,7 @@ TEST(CodexMapper, CancelledDuringTheToolClosesTheCall) {
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0].content.at("closed_by_finish"), true);
   EXPECT_EQ(terminal(out).type, message_type::terminal_cancelled);
-  expect_same_in_both_modes(lines, cancelled);
+  expect_same_in_both_modes(run_codex, lines, cancelled);
   // Without cancellation the same exit 1 is a failure of the agent: exited, retryable (it had started working).
   const auto exited = run_codex(lines, {}, exit1);
   EXPECT_EQ(terminal(exited).content.at("reason"), "exited");
@@ -251,7 +201,7 @@ TEST(CodexMapper, SigtermFixtureIsSignaled) {
   EXPECT_EQ(t.content.at("reason"), "signaled");
   EXPECT_EQ(t.content.at("signal"), SIGTERM);
   EXPECT_EQ(t.content.at("retryable"), true);
-  expect_same_in_both_modes(lines, end);
+  expect_same_in_both_modes(run_codex, lines, end);
 }
 
 TEST(CodexMapper, SlowFixtureCancelledOrCut) {
@@ -275,12 +225,7 @@ TEST(CodexMapper, AgentFinishedAfterTheTurnEnds) {
   codex_mapper m;
   std::vector<message> out;
   const auto lines = read_lines(codex_fixture("tool"));
-  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
-    m.on_line(lines[i], out);
-    EXPECT_FALSE(m.agent_finished()) << lines[i];
-  }
-  m.on_line(lines.back(), out);
-  EXPECT_TRUE(m.agent_finished());
+  expect_finished_at_the_last_line(m, lines, out);
   EXPECT_EQ(m.session_id(), "01a229da-2b26-7cb3-99a8-e086d5b7ce9f");
   // The provider stopped a codex that lingered after turn.completed: still completed, marked.
   m.finish({.status = process::signaled{SIGTERM}, .stopped_after_finish = true}, out);
@@ -504,11 +449,10 @@ TEST(CodexMapper, FastPathAndOnDemandPathAgree) {
   for (const std::string name : {"tool", "answer", "cut-retry", "http429", "long-tool", "answer-resumed"}) {
     SCOPED_TRACE(name);
     const auto lines = read_lines(codex_fixture(name));
-    std::vector<std::string> reordered;
-    for (const auto& l : lines) {
-      reordered.push_back(json::parse(l).dump());
-      if (l.rfind(R"({"type":"item.)", 0) == 0) {
-        EXPECT_NE(reordered.back(), l);
+    const auto reordered = sorted_keys(lines);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].rfind(R"({"type":"item.)", 0) == 0) {
+        EXPECT_NE(reordered[i], lines[i]);
       }
     }
     for (const auto mode : {thinking_mode::buffered, thinking_mode::stream}) {

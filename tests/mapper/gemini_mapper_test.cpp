@@ -1,6 +1,6 @@
 // Behavioural tests of the Gemini CLI mapper: every recorded transcript (fixtures/gemini/recorded/) against the mock
 // model's script, the terminal decision, and hostile input.
-#include "pi_test_util.hpp"  // the mapper-agnostic helpers (read_lines, of_type, assistant_text, expect_valid_run…)
+#include "mapper_test_util.hpp"
 
 #include <agenthost/mapper/gemini_mapper.hpp>
 
@@ -20,53 +20,10 @@ std::string recorded_session_id(const std::string& scenario) {
   return json::parse(read_lines(gemini_fixture(scenario)).at(0)).at("session_id").get<std::string>();
 }
 
-/// What the mock model scripts for a scenario (tests/mockmodel/scenarios.json): every text chunk, and the text of the
-/// last turn. For a turn with attempts, the last attempt (the one that succeeds).
-struct script {
-  std::vector<std::string> chunks;
-  std::string last_turn_text;
-  [[nodiscard]] std::string text() const {
-    std::string s;
-    for (const auto& c : chunks) s += c;
-    return s;
-  }
-};
-
-script scripted(const std::string& name) {
-  static const json scenarios =
-      json::parse(read_file(std::string(AGENTHOST_FIXTURES_DIR) + "/../tests/mockmodel/scenarios.json")).at("scenarios");
-  script s;
-  for (const auto& raw_turn : scenarios.at(name).at("turns")) {
-    const json& turn = raw_turn.contains("attempts") ? raw_turn["attempts"].back() : raw_turn;
-    s.last_turn_text.clear();
-    for (const auto& block : turn.value("blocks", json::array())) {
-      if (!block.contains("text")) continue;
-      std::vector<std::string> chunks;
-      if (const auto& t = block["text"]; t.is_object())
-        chunks.assign(t.at("count").get<std::size_t>(), t.at("repeat").get<std::string>());
-      else
-        chunks = t.get<std::vector<std::string>>();
-      for (const auto& c : chunks) {
-        s.chunks.push_back(c);
-        s.last_turn_text += c;
-      }
-    }
-  }
-  return s;
-}
-
-std::vector<message> run_gemini(const std::vector<std::string>& lines, run_end end = {.status = process::exited{0}},
+std::vector<message> run_gemini(const std::vector<std::string>& lines, run_end end = exited(0),
                                 gemini_mapper_options options = {}) {
-  gemini_mapper mapper(std::move(options));
-  std::vector<message> out;
-  for (const auto& l : lines) mapper.on_line(l, out);
-  mapper.finish(end, out);
-  return out;
+  return map_lines<gemini_mapper>(lines, std::move(options), end);
 }
-
-const message& terminal(const std::vector<message>& out) { return out.back(); }
-
-run_end exited(int code) { return {.status = process::exited{code}}; }
 
 // ---- recorded transcripts --------------------------------------------------------------------------------------------
 
@@ -511,8 +468,7 @@ TEST(GeminiMapper, FastPathAndOnDemandPathAgree) {
   for (const auto* scenario : {"tool", "answer", "http500", "http429", "cut-retry", "flaky", "slow", "long-tool"}) {
     SCOPED_TRACE(scenario);
     const auto lines = read_lines(gemini_fixture(scenario));
-    std::vector<std::string> reordered;
-    for (const auto& l : lines) reordered.push_back(json::parse(l).dump());  // keys sorted: `content` first
+    const auto reordered = sorted_keys(lines);  // `content` first
     EXPECT_NE(lines, reordered);
     EXPECT_EQ(to_jsonl(run_gemini(lines)), to_jsonl(run_gemini(reordered)));
   }
@@ -643,12 +599,7 @@ TEST(GeminiMapper, AgentFinishedOnlyAfterTheResult) {
   gemini_mapper mapper;
   std::vector<message> out;
   const auto lines = read_lines(gemini_fixture("tool"));
-  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
-    mapper.on_line(lines[i], out);
-    EXPECT_FALSE(mapper.agent_finished()) << lines[i];
-  }
-  mapper.on_line(lines.back(), out);
-  EXPECT_TRUE(mapper.agent_finished());
+  expect_finished_at_the_last_line(mapper, lines, out);
 }
 
 }  // namespace

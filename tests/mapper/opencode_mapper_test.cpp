@@ -1,6 +1,6 @@
 // opencode_mapper over every recorded `opencode run --format json` transcript (fixtures/opencode/recorded/) and over
 // hostile input.
-#include "pi_test_util.hpp"
+#include "mapper_test_util.hpp"
 
 #include <agenthost/mapper/opencode_mapper.hpp>
 
@@ -16,58 +16,8 @@ std::string oc_fixture(const std::string& name) {
 }
 
 std::vector<message> run_oc(const std::vector<std::string>& lines, opencode_mapper_options options = {},
-                            run_end end = {.status = process::exited{0}}) {
-  opencode_mapper mapper(std::move(options));
-  std::vector<message> out;
-  for (const auto& l : lines) mapper.on_line(l, out);
-  mapper.finish(end, out);
-  return out;
-}
-
-// The text the mock model streams for a scenario: the text chunks of every turn (its last attempt).
-struct scripted_text {
-  std::vector<std::string> texts;
-  std::vector<std::string> thoughts;
-  std::string text() const {
-    std::string s;
-    for (const auto& t : texts) s += t;
-    return s;
-  }
-};
-
-scripted_text scripted(const std::string& scenario) {
-  const auto all = json::parse(read_file(std::string(AGENTHOST_FIXTURES_DIR) + "/../tests/mockmodel/scenarios.json"));
-  const json& sc = all.at("scenarios").at(scenario);
-  scripted_text r;
-  for (const auto& turn : sc.at("turns")) {
-    const json& attempt = turn.contains("attempts") ? turn.at("attempts").back() : turn;
-    for (const auto& block : attempt.value("blocks", json::array())) {
-      for (const char* kind : {"text", "thinking"}) {
-        if (!block.contains(kind)) continue;
-        std::string joined;
-        for (const auto& chunk : block.at(kind)) joined += chunk.get<std::string>();
-        (std::string(kind) == "text" ? r.texts : r.thoughts).push_back(joined);
-      }
-    }
-  }
-  return r;
-}
-
-const message& terminal(const std::vector<message>& out) { return out.back(); }
-
-const run_end exit0{.status = process::exited{0}};
-const run_end exit1{.status = process::exited{1}};
-
-// Thinking modes must produce the same thoughts, text and terminal; only the position of the thoughts differs.
-void expect_same_in_both_modes(const std::vector<std::string>& lines, const run_end& end) {
-  const auto buffered = run_oc(lines, {.thinking = thinking_mode::buffered}, end);
-  const auto streamed = run_oc(lines, {.thinking = thinking_mode::stream}, end);
-  expect_valid_run(buffered);
-  expect_valid_run(streamed);
-  EXPECT_EQ(texts(buffered, message_type::assistant_thought), texts(streamed, message_type::assistant_thought));
-  EXPECT_EQ(assistant_text(buffered), assistant_text(streamed));
-  EXPECT_EQ(terminal(buffered).to_json_line(), terminal(streamed).to_json_line());
-  EXPECT_EQ(buffered.size(), streamed.size());
+                            run_end end = exited(0)) {
+  return map_lines<opencode_mapper>(lines, std::move(options), end);
 }
 
 TEST(OpencodeMapper, ToolFixture) {
@@ -93,12 +43,7 @@ TEST(OpencodeMapper, ToolFixture) {
   EXPECT_EQ(done[0].content.at("raw_output").at("metadata").at("exit"), 0);
   EXPECT_TRUE(of_type(out, message_type::tool_failed).empty());
   // Buffered: the thoughts of both steps come when the final step ends, i.e. after the tool's result.
-  std::size_t first_thought = out.size(), completed_at = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (out[i].type == message_type::assistant_thought && first_thought == out.size()) first_thought = i;
-    if (out[i].type == message_type::tool_completed) completed_at = i;
-  }
-  EXPECT_GT(first_thought, completed_at);
+  EXPECT_GT(index_of_first(out, message_type::assistant_thought), index_of_last(out, message_type::tool_completed));
   const auto& t = terminal(out);
   ASSERT_EQ(t.type, message_type::terminal_completed) << to_jsonl(out);
   EXPECT_EQ(t.content.at("text"), s.texts.back());
@@ -106,7 +51,7 @@ TEST(OpencodeMapper, ToolFixture) {
   EXPECT_EQ(t.content.at("session_id"), "ses_dd557ebfbffeCWlElkDUaI20E0");
   EXPECT_EQ(t.content.at("usage").at("input_tokens"), 200);
   EXPECT_EQ(t.content.at("usage").at("output_tokens"), 28);
-  expect_same_in_both_modes(lines, exit0);
+  expect_same_in_both_modes(run_oc, lines, exit0);
 }
 
 TEST(OpencodeMapper, AnswerFixtures) {
@@ -127,7 +72,7 @@ TEST(OpencodeMapper, AnswerFixtures) {
   ASSERT_EQ(terminal(out).type, message_type::terminal_completed);
   EXPECT_EQ(terminal(out).content.at("text"), s.text());
   EXPECT_TRUE(terminal(out).content.contains("usage"));
-  expect_same_in_both_modes(lines, exit0);
+  expect_same_in_both_modes(run_oc, lines, exit0);
 }
 
 TEST(OpencodeMapper, FlakyAndCutRetry) {
@@ -145,7 +90,7 @@ TEST(OpencodeMapper, FlakyAndCutRetry) {
   EXPECT_EQ(texts(out, message_type::assistant_thought).size(), 2u);
   ASSERT_EQ(terminal(out).type, message_type::terminal_completed);
   EXPECT_EQ(terminal(out).content.at("text"), "Hello world.");
-  expect_same_in_both_modes(lines, exit0);
+  expect_same_in_both_modes(run_oc, lines, exit0);
 }
 
 TEST(OpencodeMapper, HttpErrorsAreAgentErrorsWithStatusAndRetryable) {
@@ -169,7 +114,7 @@ TEST(OpencodeMapper, HttpErrorsAreAgentErrorsWithStatusAndRetryable) {
     EXPECT_EQ(t.content.at("error_name"), "APIError");
     EXPECT_EQ(t.content.at("exit_code"), 1);
     EXPECT_TRUE(t.content.contains("response_body"));
-    expect_same_in_both_modes(lines, exit1);
+    expect_same_in_both_modes(run_oc, lines, exit1);
     // The error event ends the run.
     opencode_mapper m;
     std::vector<message> o;
@@ -301,13 +246,12 @@ TEST(OpencodeMapper, FastPathAndOnDemandPathAgree) {
                   kFastFinish});
   std::size_t fast_shaped = 0;
   for (const auto& lines : runs) {
-    std::vector<std::string> reordered;
-    for (const auto& l : lines) {
-      reordered.push_back(json::parse(l).dump());
+    const auto reordered = sorted_keys(lines);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
       for (const char* head : {R"({"type":"step_)", R"({"type":"text")", R"({"type":"reasoning")", R"({"type":"tool_use")"})
-        if (l.rfind(head, 0) == 0) {
+        if (lines[i].rfind(head, 0) == 0) {
           ++fast_shaped;
-          EXPECT_NE(reordered.back(), l);
+          EXPECT_NE(reordered[i], lines[i]);
         }
     }
     for (const auto mode : {thinking_mode::buffered, thinking_mode::stream}) {

@@ -3,7 +3,7 @@
 //
 // Regenerate with AGENTHOST_UPDATE_GOLDEN=1 (then review every changed golden by hand against its input: a golden
 // that encodes a bug is a defect). Every output is also checked against the contract invariants.
-#include "pi_test_util.hpp"
+#include "mapper_test_util.hpp"
 
 #include <cctype>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // Behavioural tests of the pi mapper: exact texts, both wire formats, snapshots, thinking, tools, terminals, bad input.
-#include "pi_test_util.hpp"
+#include "mapper_test_util.hpp"
 
 #include <algorithm>
 #include <string>
@@ -19,8 +19,6 @@ const std::string kThinkingText =
     "answer briefly and include a greeting: 你好。 Done thinking.";
 const std::string kThinkingAnswer = "After thinking it over: the answer is 42. 你好，世界!";
 
-const message& terminal(const std::vector<message>& out) { return out.back(); }
-
 /// Rewrite lines of a snapshot-era capture: drop `delta` (and the final `content` of *_end) so that only the
 /// cumulative snapshots remain; optionally drop `partial` too (then only the top-level `message` snapshot remains).
 /// With `Json` = nlohmann::ordered_json pi's key order is kept; with nlohmann::json keys come out sorted (`partial`
@@ -39,13 +37,6 @@ std::vector<std::string> snapshots_only(const std::vector<std::string>& lines, b
     }
     r.push_back(j.dump());
   }
-  return r;
-}
-
-/// The same transcript with every object's keys sorted (so `type` is no longer first).
-std::vector<std::string> sorted_keys(const std::vector<std::string>& lines) {
-  std::vector<std::string> r;
-  for (const auto& l : lines) r.push_back(json::parse(l).dump());
   return r;
 }
 
