@@ -1,6 +1,8 @@
 // The `agenthost run` program against a real agent CLI, interrupted like a user's Ctrl+C: shared by the real-CLI
-// suites. Needs AGENTHOST_CLI (the program's path) and AGENTHOST_REAPER.
+// suites. Needs AGENTHOST_REAPER; expect_agenthost_run_interrupted also AGENTHOST_CLI (the program's path).
 #pragma once
+
+#include "real_cli_util.hpp"
 
 #include <agenthost/process/options.hpp>
 #include <agenthost/transport/contract_checker.hpp>
@@ -116,5 +118,27 @@ inline void expect_cancelled_with_130(const cli_interrupt_result& r) {
   EXPECT_EQ(r.messages.back().type, transport::message_type::terminal_cancelled) << r.raw;
   EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << r.raw;
 }
+
+#ifdef AGENTHOST_CLI
+/// Every suite's CliSigintCancelsTheRunAndExits130: `agenthost run --agent <agent> --executable <executable>
+/// <options…> --json --timeout 60s -- <scenario_prompt>` with `env` (stderr to <dir>/cli.stderr), SIGINT once its
+/// stdout shows `trigger`, must end as expect_cancelled_with_130 says within `limit`, leaving no process with
+/// `run_mark`.
+inline cli_interrupt_result expect_agenthost_run_interrupted(const std::string& agent, const std::string& executable,
+                                                             const std::vector<std::string>& options,
+                                                             const process::environment_options& env,
+                                                             const std::string& trigger, std::chrono::seconds limit,
+                                                             const std::string& dir, const std::string& run_mark) {
+  std::vector<std::string> args = {"run", "--agent", agent, "--executable", executable};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), {"--json", "--timeout", "60s", "--", scenario_prompt});
+  const auto r = run_cli_and_interrupt(AGENTHOST_CLI, args, env, dir + "/cli.stderr", trigger);
+  expect_cancelled_with_130(r);
+  EXPECT_EQ(processes_with_env(run_mark), std::vector<int>{}) << "agenthost, its reaper, " << agent
+                                                              << " or a tool survived";
+  EXPECT_LT(r.elapsed, limit);
+  return r;
+}
+#endif
 
 }  // namespace agenthost::test::real

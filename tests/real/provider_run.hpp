@@ -1,7 +1,7 @@
 // Shared by the real-CLI suites that drive an agent through its provider (tests/real/test_real_codex.cpp,
 // test_real_opencode.cpp): one run to its end, optionally cancelled through its completion token, with the normalized
 // messages and, from the same run, the raw lines the agent printed; the checks every such run must pass; the fixture
-// recording and the one-line summary.
+// recording and the one-line summary; the fixture frame that runs a scenario through the provider.
 #pragma once
 
 #include "real_cli_util.hpp"
@@ -50,11 +50,7 @@ struct provider_run {
     for (const auto& m : of_type(t)) out.push_back(m.content.at("text").get<std::string>());
     return out;
   }
-  [[nodiscard]] std::string assistant_text() const {
-    std::string s;
-    for (const auto& t : texts(transport::message_type::assistant)) s += t;
-    return s;
-  }
+  [[nodiscard]] std::string assistant_text() const { return joined(texts(transport::message_type::assistant)); }
   [[nodiscard]] std::string dump() const {
     std::string s = "  " + agent + " printed:\n";
     for (const auto& l : lines) s += "    " + l + "\n";
@@ -119,5 +115,55 @@ provider_run run_through_provider(asio::io_context& io, const provider_run_recor
             << ", " << r.elapsed.count() << " ms\n";
   return r;
 }
+
+/// The normalized stream of an agent that prints whole blocks (no deltas): one assistant message per scripted text
+/// block, nothing doubled or lost, and one thought per thinking block.
+inline void expect_whole_blocks(const provider_run& r, const script& s) {
+  EXPECT_EQ(r.texts(transport::message_type::assistant), s.texts) << r.dump();
+  EXPECT_EQ(r.assistant_text(), s.text());
+  EXPECT_EQ(r.texts(transport::message_type::assistant_thought), s.thoughts) << r.dump();
+}
+
+/// A run that completed with the script's last text block: no error, terminal.completed (else nothing more is
+/// checked) of the session `session_of(r)`, exit code 0, no invalid lines.
+inline void expect_completed_as_scripted(const provider_run& r, const script& s,
+                                         std::string (*session_of)(const provider_run&)) {
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.terminal.type, transport::message_type::terminal_completed) << r.dump();
+  EXPECT_EQ(r.terminal.content.at("text"), s.texts.empty() ? std::string() : s.texts.back());
+  EXPECT_EQ(r.terminal.content.value("session_id", ""), session_of(r));
+  EXPECT_FALSE(r.terminal.content.contains("invalid_output_lines")) << r.dump();
+  EXPECT_EQ(r.terminal.content.value("exit_status", ""), "exited with code 0");
+}
+
+/// real_cli_test for a suite that drives `cli` through its provider: run_provider() is run_through_provider with the
+/// CLI's name and version in the recording.
+class provider_cli_test : public real_cli_test {
+ protected:
+  explicit provider_cli_test(const npm_cli& installed) : real_cli_test(installed.name), cli(installed) {}
+
+  /// Runs `o` with `prompt` through `async_run` — the provider's async_run_X as a callable (executor, options, prompt,
+  /// on_message, token) — with the tap as o.run.on_agent_line. Recorded as `record_as` (default: the scenario).
+  template <class Options, class AsyncRun>
+  provider_run run_provider(const std::string& scenario, Options o, const std::string& prompt,
+                            const std::function<bool(const provider_run&)>& cancel_when,
+                            const std::string& record_as, AsyncRun async_run) {
+    return run_through_provider(
+        io,
+        {.agent = cli.name,
+         .version = cli.version(),
+         .scenario = scenario,
+         .name = record_as.empty() ? scenario : record_as,
+         .replacements = stable_paths()},
+        run_mark(),
+        [&](std::function<void(std::string_view)> on_agent_line, auto on_message, auto token) {
+          o.run.on_agent_line = std::move(on_agent_line);
+          async_run(io.get_executor(), o, prompt, std::move(on_message), std::move(token));
+        },
+        cancel_when);
+  }
+
+  const npm_cli& cli;
+};
 
 }  // namespace agenthost::test::real

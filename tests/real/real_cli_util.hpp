@@ -8,6 +8,7 @@
 #include "test_util.hpp"
 
 #include <agenthost/process/child.hpp>
+#include <agenthost/transport/message.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -30,9 +32,14 @@
 namespace agenthost::test::real {
 
 using nlohmann::json;
+using transport::message;
+using transport::message_type;
 
 inline const std::string source_dir = AGENTHOST_SOURCE_DIR;
 inline const std::string mockmodel_dir = source_dir + "/tests/mockmodel";
+
+/// The prompt of a scenario run: the mock picks the scenario by the model name, so the text only has to be a prompt.
+inline const std::string scenario_prompt = "Do what the scenario says.";
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -40,6 +47,21 @@ inline std::string read_file(const std::string& path) {
 }
 
 inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+/// The strings one after another.
+inline std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x;
+  return s;
+}
+
+/// The messages of type `t`, in order.
+inline std::vector<const message*> of_type(const std::vector<message>& ms, message_type t) {
+  std::vector<const message*> out;
+  for (const auto& m : ms)
+    if (m.type == t) out.push_back(&m);
+  return out;
+}
 
 /// The version in the package.json of an installed npm package ("" when unknown).
 inline std::string npm_package_version(const std::string& package_json) {
@@ -86,6 +108,31 @@ inline std::string pi_unavailable_reason() {
   return unavailable_reason("pi", pi_executable(), "install-status.txt", "AGENTHOST_REAL_PI");
 }
 
+/// An agent CLI that scripts/install-agents.sh installs into a prefix of its own, .npm-agents/<dir>/ (its result in
+/// .npm-agents/install-status-<dir>.txt); `override_var`, when set, names another executable to test.
+struct npm_cli {
+  std::string name;     // the command, and the agent's name in messages and recordings
+  std::string dir;      // the prefix under .npm-agents/
+  std::string package;  // the npm package, whose package.json has the version
+  const char* override_var;
+
+  [[nodiscard]] std::string executable() const {
+    return cli_executable(override_var, source_dir + "/.npm-agents/" + dir + "/node_modules/.bin/" + name);
+  }
+  [[nodiscard]] std::string version() const {
+    return npm_package_version(source_dir + "/.npm-agents/" + dir + "/node_modules/" + package + "/package.json");
+  }
+  /// Why the suite must skip ("" when it can run).
+  [[nodiscard]] std::string unavailable_reason() const {
+    return real::unavailable_reason(name, executable(), "install-status-" + dir + ".txt", override_var);
+  }
+};
+
+inline const npm_cli claude_cli{"claude", "claude-code", "@anthropic-ai/claude-code", "AGENTHOST_REAL_CLAUDE"};
+inline const npm_cli codex_cli{"codex", "codex", "@openai/codex", "AGENTHOST_REAL_CODEX"};
+inline const npm_cli gemini_cli{"gemini", "gemini", "@google/gemini-cli", "AGENTHOST_REAL_GEMINI"};
+inline const npm_cli opencode_cli{"opencode", "opencode", "opencode-ai", "AGENTHOST_REAL_OPENCODE"};
+
 inline const json& scenarios() {
   static const json s = json::parse(read_file(mockmodel_dir + "/scenarios.json")).at("scenarios");
   return s;
@@ -100,11 +147,7 @@ struct script {
   std::string last_text;                 // the text of the last turn
   std::size_t turns = 0;
 
-  [[nodiscard]] std::string text() const {
-    std::string s;
-    for (const auto& c : text_chunks) s += c;
-    return s;
-  }
+  [[nodiscard]] std::string text() const { return joined(text_chunks); }
 };
 
 inline script scripted(const std::string& name) {
@@ -210,6 +253,14 @@ class mock_model {
     return false;
   }
 
+  /// The digest ({bytes, crc32, head, tail}) of the last user message of the last request that had one.
+  [[nodiscard]] std::optional<json> last_user_digest() const {
+    std::optional<json> digest;
+    for (const auto& r : records())
+      if (r.is_object() && r.contains("user_digests") && !r["user_digests"].empty()) digest = r["user_digests"].back();
+    return digest;
+  }
+
  private:
   // `settled`: wait until every received request has its record (or 10 s have passed).
   [[nodiscard]] std::vector<json> read_log(bool settled) const {
@@ -242,15 +293,6 @@ class mock_model {
   std::optional<process::child> child_;
 };
 
-inline const char* phase_name(process::stop_phase p) {
-  switch (p) {
-    case process::stop_phase::already_gone: return "already_gone";
-    case process::stop_phase::interrupt: return "interrupt (the tree exited within the grace period)";
-    case process::stop_phase::kill: return "kill (SIGKILL was needed)";
-  }
-  return "?";
-}
-
 /// The frame of a real-CLI test: an isolated scratch dir (removed afterwards) with work/ in it, the mark every
 /// process of a run carries in its environment (`mark_var`=<random>), and the mock model server; TearDown kills
 /// whatever carries the run's or the mock's mark. A suite's SetUp calls start() and returns when it skipped/failed.
@@ -278,6 +320,17 @@ class real_cli_test : public ::testing::Test {
 
   /// The mark every process of the run carries (the CLI, its tools' shells and commands).
   [[nodiscard]] std::string run_mark() const { return mark_var + "=" + mark; }
+
+  /// A run's environment: the host's without `unset`, the proxies (the mock is on 127.0.0.1) and NODE_OPTIONS (every
+  /// CLI here is a node program or started by one), with `set` and the run mark.
+  [[nodiscard]] process::environment_options environment(std::vector<std::string> unset,
+                                                         std::map<std::string, std::string> set) const {
+    unset.insert(unset.begin(), {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"});
+    unset.emplace_back("NODE_OPTIONS");
+    set.emplace("NO_PROXY", "127.0.0.1,localhost");
+    set.emplace(mark_var, mark);
+    return {.unset = std::move(unset), .set = std::move(set)};
+  }
 
   /// What record_fixture() replaces so that a recording does not depend on this machine: the work dir, the scratch
   /// dir (in that order: work is inside it) and the mock's port (in URLs and host:port alike).
@@ -330,85 +383,6 @@ struct cli_result {
   }
 };
 
-/// Runs `options` to its end (bounded by `limit`). `stop_when` is asked after every batch of lines and every 10 ms
-/// while the CLI runs; once it says yes, the whole tree is stopped with `policy` (the three-phase stop). With
-/// `stdin_data` (and stdin_kind::pipe) that is written to stdin, which is then closed.
-inline cli_result run_cli(asio::io_context& io, process::spawn_options options,
-                          const std::function<bool(const cli_result&)>& stop_when = {},
-                          process::stop_policy policy = process::stop_policy::ctrl_c(),
-                          std::chrono::milliseconds limit = 60s,
-                          const std::optional<std::string>& stdin_data = std::nullopt) {
-  cli_result r;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto c = process::child::spawn(io.get_executor(), std::move(options));
-  if (!c) {
-    ADD_FAILURE() << "spawn failed: " << c.error().message;
-    return r;
-  }
-  bool eof = false, exited = false, stopping = false, stopped = false;
-  if (stdin_data) {
-    c->async_write_stdin(asio::buffer(*stdin_data), [&](boost::system::error_code ec, std::size_t) {
-      EXPECT_FALSE(ec) << "writing stdin: " << ec.message();
-      c->close_stdin();
-    });
-  }
-  std::function<void()> read = [&] {
-    c->async_read_lines([&](boost::system::error_code ec, process::line_batch batch) {
-      if (ec) {
-        eof = true;
-        return;
-      }
-      for (const auto& l : batch) {
-        r.lines.emplace_back(l.text);
-        if (auto j = parse_line(r.lines.back()); j.is_object()) r.events.push_back(std::move(j));
-      }
-      read();
-    });
-  };
-  read();
-  c->async_wait([&](boost::system::error_code ec, process::exit_status s) {
-    if (!ec) r.status = s;
-    exited = true;
-  });
-  r.finished = run_until(io, [&] {
-    if (!stopping && !exited && stop_when && stop_when(r)) {
-      stopping = true;
-      c->async_stop(policy, [&](boost::system::error_code ec, process::stop_report rep) {
-        r.stop_ec = ec;
-        r.stop = std::move(rep);
-        stopped = true;
-      });
-    }
-    return eof && exited && (!stopping || stopped);
-  }, limit);
-  if (!r.finished) {  // bounded: kill what is left, then report
-    bool killed = false;
-    c->async_stop(process::stop_policy::kill_now(), [&](boost::system::error_code, process::stop_report) { killed = true; });
-    run_until(io, [&] { return killed; }, 10s);
-  }
-  if (r.stop && !r.status) r.status = r.stop->leader_status;
-  r.stderr_tail = c->stderr_tail();
-  r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-  return r;
-}
-
-/// What every run_cli run must end with: finished within its limit, no process with `run_mark` left, and a stop
-/// (when there was one) without error or survivors. Then one line about the run on stdout.
-inline void expect_clean_end(const std::string& agent, const std::string& scenario, const cli_result& r,
-                             const std::string& run_mark) {
-  EXPECT_TRUE(r.finished) << agent << " did not end within 60 s\n" << r.dump();
-  EXPECT_EQ(processes_with_env(run_mark), std::vector<int>{}) << "the run left processes behind";
-  if (r.stop) {
-    EXPECT_FALSE(r.stop_ec) << r.stop_ec.message();
-    EXPECT_TRUE(r.stop->survivors.empty());
-  }
-  std::cout << "[ real " << agent << " ] " << scenario << ": " << r.lines.size() << " lines, " << r.status_text();
-  if (r.stop)
-    std::cout << ", stop ended in phase " << phase_name(r.stop->phase) << " after "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(r.stop->elapsed).count() << " ms";
-  std::cout << ", " << r.elapsed.count() << " ms\n";
-}
-
 /// A live process carrying `needle` in its environment whose command name is `comm`.
 inline std::optional<int> process_named(const std::string& needle, const std::string& comm) {
   for (int pid : processes_with_env(needle)) {
@@ -419,20 +393,12 @@ inline std::optional<int> process_named(const std::string& needle, const std::st
   return std::nullopt;
 }
 
-/// A live process (any environment) whose command line is exactly `argv` (NUL-separated in /proc/<pid>/cmdline).
-inline std::optional<int> process_with_cmdline(const std::vector<std::string>& argv) {
-  std::string want;
-  for (const auto& a : argv) want += a + '\0';
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (read_file("/proc/" + name + "/cmdline") == want) {
-      const std::string stat = read_file("/proc/" + name + "/stat");
-      const auto close = stat.rfind(')');
-      if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z') return std::stoi(name);
-    }
-  }
-  return std::nullopt;
+/// For a cancel_when that waits for a tool's `sleep`: true once `tool_called` and a `sleep` with `run_mark` runs (its
+/// pid kept in `sleep_pid`, so that the test can check it is gone afterwards).
+inline bool sleep_runs(bool tool_called, const std::string& run_mark, std::optional<int>& sleep_pid) {
+  if (!tool_called) return false;
+  if (!sleep_pid) sleep_pid = process_named(run_mark, "sleep");
+  return sleep_pid.has_value();
 }
 
 /// AGENTHOST_RECORD_FIXTURES=1: `lines` → fixtures/<agent>/recorded/<file>, each `from` replaced by its `to`.

@@ -28,26 +28,12 @@
 using namespace agenthost;
 using namespace agenthost::test;
 using namespace agenthost::test::real;
-using transport::message;
-using transport::message_type;
 
 namespace {
 
-const std::string prefix = source_dir + "/.npm-agents/claude-code";
-
-std::string claude_executable() {
-  return cli_executable("AGENTHOST_REAL_CLAUDE", prefix + "/node_modules/.bin/claude");
-}
-
-std::string claude_version() {
-  return npm_package_version(prefix + "/node_modules/@anthropic-ai/claude-code/package.json");
-}
-
+// Why the suite must skip: claude_cli's reasons, or scripts/install-agents.sh did not report Claude Code installed.
 std::string unavailable_reason() {
-  if (auto why = real::unavailable_reason("claude", claude_executable(), "install-status-claude-code.txt",
-                                          "AGENTHOST_REAL_CLAUDE");
-      !why.empty())
-    return why;
+  if (auto why = claude_cli.unavailable_reason(); !why.empty()) return why;
   const std::string status = first_line(read_file(source_dir + "/.npm-agents/install-status-claude-code.txt"));
   if (std::getenv("AGENTHOST_REAL_CLAUDE") == nullptr && status.rfind("ok:", 0) != 0)
     return "scripts/install-agents.sh did not report Claude Code as installed (" +
@@ -55,8 +41,6 @@ std::string unavailable_reason() {
            ") — run it again, or set AGENTHOST_REAL_CLAUDE";
   return {};
 }
-
-const char* const prompt = "Do what the scenario says.";
 
 // A path as Claude Code names its project folder (every '/' and '.' a '-').
 std::string munged(std::string path) {
@@ -83,12 +67,7 @@ struct claude_run {
   bool finished = false;
   std::chrono::milliseconds elapsed{};
 
-  [[nodiscard]] std::vector<const message*> of(message_type t) const {
-    std::vector<const message*> out;
-    for (const auto& m : messages)
-      if (m.type == t) out.push_back(&m);
-    return out;
-  }
+  [[nodiscard]] std::vector<const message*> of(message_type t) const { return of_type(messages, t); }
   [[nodiscard]] std::string text() const {
     std::string s;
     for (const auto* m : of(message_type::assistant)) s += m->content.at("text").get<std::string>();
@@ -133,23 +112,20 @@ class RealClaude : public real_cli_test {
   // --permission-mode bypassPermissions / --dangerously-skip-permissions are refused when running as root.
   providers::claude_options options(const std::string& scenario) const {
     providers::claude_options o{
-        .executable = claude_executable(),
+        .executable = claude_cli.executable(),
         .model = scenario,
         .working_directory = work,
-        .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-                          "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL", "ANTHROPIC_CUSTOM_HEADERS",
-                          "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_USE_BEDROCK",
-                          "CLAUDE_CODE_USE_VERTEX", "NODE_OPTIONS"},
-                .set = {{"HOME", dir + "/home"},
-                        {"CLAUDE_CONFIG_DIR", config_dir},
-                        // Its messaging socket (cc-socks/<pid>.sock, left behind when it is killed) and tmp files.
-                        {"TMPDIR", dir + "/tmp"},
-                        {"ANTHROPIC_BASE_URL", mock->origin()},
-                        {"ANTHROPIC_API_KEY", "mock-key"},
-                        {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
-                        {"CLAUDE_CODE_MAX_RETRIES", "1"},
-                        {"NO_PROXY", "127.0.0.1,localhost"},
-                        {"AGENTHOST_TEST_RUN", mark}}},
+        .env = environment({"ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL", "ANTHROPIC_CUSTOM_HEADERS",
+                            "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT",
+                            "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"},
+                           {{"HOME", dir + "/home"},
+                            {"CLAUDE_CONFIG_DIR", config_dir},
+                            // Its messaging socket (cc-socks/<pid>.sock, left behind when it is killed) and tmp files.
+                            {"TMPDIR", dir + "/tmp"},
+                            {"ANTHROPIC_BASE_URL", mock->origin()},
+                            {"ANTHROPIC_API_KEY", "mock-key"},
+                            {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
+                            {"CLAUDE_CODE_MAX_RETRIES", "1"}}),
         .reaper_path = AGENTHOST_REAPER,
         .allowed_tools = {"Bash"}};
     return o;
@@ -162,7 +138,8 @@ class RealClaude : public real_cli_test {
   claude_run run(const std::string& scenario, const std::function<bool(const claude_run&)>& cancel_when = {},
                  const std::string& record_as = {},
                  const std::function<void(claude_run&, const json& event)>& on_line = {},
-                 std::optional<providers::claude_options> custom = std::nullopt, const std::string& text = prompt) {
+                 std::optional<providers::claude_options> custom = std::nullopt,
+                 const std::string& text = scenario_prompt) {
     claude_run r;
     auto o = custom ? *custom : options(scenario);
     o.run.on_agent_line = [&](std::string_view line) {
@@ -215,6 +192,20 @@ class RealClaude : public real_cli_test {
     return r;
   }
 
+  // Runs long-tool-echo and, once the tool's sleep runs, sends `sig` to the claude process alone (not its group), so
+  // that the run ends by itself and what Claude prints afterwards is seen. `sleep_pid`: the tool's sleep, once found.
+  claude_run run_signalled_during_tool(int sig, const std::string& record_as, std::optional<int>& sleep_pid) {
+    bool sent = false;
+    return run("long-tool-echo", [&](const claude_run& now) {
+      if (sent || !sleep_runs(!now.of(message_type::tool_call).empty(), run_mark(), sleep_pid)) return false;
+      const auto pid = claude_pid(run_mark());
+      EXPECT_TRUE(pid.has_value());
+      if (pid) ::kill(*pid, sig);
+      sent = true;
+      return false;
+    }, record_as);
+  }
+
   std::string config_dir = dir + "/claude-config";
 };
 
@@ -252,12 +243,6 @@ std::vector<std::string> streamed_blocks(const cli_result& r, const std::string&
   return out;
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += x;
-  return s;
-}
-
 // The content blocks of the full `assistant` frames (each frame holds one block), in order.
 std::vector<const json*> frame_blocks(const cli_result& r, const std::string& type = {}) {
   std::vector<const json*> out;
@@ -288,7 +273,7 @@ void expect_run_frame(const cli_result& r, const std::string& scenario, const st
   EXPECT_EQ(init.value("subtype", ""), "init");
   EXPECT_EQ(init.value("model", ""), scenario);
   EXPECT_EQ(init.value("cwd", ""), cwd);
-  EXPECT_EQ(init.value("claude_code_version", ""), claude_version());
+  EXPECT_EQ(init.value("claude_code_version", ""), claude_cli.version());
   const auto tools = init.value("tools", json::array());
   EXPECT_NE(std::find(tools.begin(), tools.end(), "Bash"), tools.end()) << init.dump();
   // One session throughout.
@@ -659,9 +644,7 @@ TEST_F(RealClaude, StandaloneSleep30IsBlockedByClaudesBash) {
 TEST_F(RealClaude, CancellationDuringAToolKillsTheToolProcess) {
   std::optional<int> sleep_pid;
   auto r = run("long-tool-echo", [&](const claude_run& now) {
-    if (now.of(message_type::tool_call).empty()) return false;
-    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
-    return sleep_pid.has_value();
+    return sleep_runs(!now.of(message_type::tool_call).empty(), run_mark(), sleep_pid);
   }, "long-tool-echo-cancelled");
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   expect_session(r, "long-tool-echo", work);
@@ -694,18 +677,7 @@ TEST_F(RealClaude, CancellationDuringAToolKillsTheToolProcess) {
 // is failed/agent_error (aborted_tools). Why the provider's stop can rely on SIGINT.
 TEST_F(RealClaude, SigintToTheCliAloneDuringATool) {
   std::optional<int> sleep_pid;
-  bool sent = false;
-  auto r = run("long-tool-echo", [&](const claude_run& now) {
-    if (sent || now.of(message_type::tool_call).empty()) return false;
-    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
-    if (sleep_pid) {
-      const auto pid = claude_pid(run_mark());
-      EXPECT_TRUE(pid.has_value());
-      if (pid) ::kill(*pid, SIGINT);
-      sent = true;
-    }
-    return false;
-  }, "long-tool-echo-sigint-cli-only");
+  auto r = run_signalled_during_tool(SIGINT, "long-tool-echo-sigint-cli-only", sleep_pid);
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   EXPECT_FALSE(alive(*sleep_pid)) << "the tool's sleep survived";
   EXPECT_EQ(r.raw.exit_code(), 0) << r.dump();
@@ -776,18 +748,7 @@ TEST_F(RealClaude, SigintBetweenToolUseAndToolStartExits0WithoutAResult) {
 // does not stop Claude with SIGTERM.
 TEST_F(RealClaude, SigtermDuringAToolExits143WithoutAResult) {
   std::optional<int> sleep_pid;
-  bool sent = false;
-  auto r = run("long-tool-echo", [&](const claude_run& now) {
-    if (sent || now.of(message_type::tool_call).empty()) return false;
-    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
-    if (sleep_pid) {
-      const auto pid = claude_pid(run_mark());
-      EXPECT_TRUE(pid.has_value());
-      if (pid) ::kill(*pid, SIGTERM);
-      sent = true;
-    }
-    return false;
-  }, "long-tool-echo-sigterm");
+  auto r = run_signalled_during_tool(SIGTERM, "long-tool-echo-sigterm", sleep_pid);
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   EXPECT_FALSE(alive(*sleep_pid)) << "the tool's sleep survived";
   EXPECT_EQ(r.raw.exit_code(), 143) << r.dump();
@@ -918,13 +879,8 @@ TEST_F(RealClaude, ALongPromptReachesTheModelThroughStdin) {
 // 130, nothing left.
 TEST_F(RealClaude, CliSigintCancelsTheRunAndExits130) {
   const auto o = options("slow");
-  const auto r = run_cli_and_interrupt(AGENTHOST_CLI,
-                                       {"run", "--agent", "claude", "--executable", o.executable.string(), "--model",
-                                        "slow", "--cwd", work, "--json", "--timeout", "60s", "--", prompt},
-                                       o.env, dir + "/cli.stderr", "{\"type\":\"assistant\",");
-  expect_cancelled_with_130(r);
-  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, claude or a tool survived";
-  EXPECT_LT(r.elapsed, std::chrono::seconds(20));
+  expect_agenthost_run_interrupted("claude", o.executable.string(), {"--model", "slow", "--cwd", work}, o.env,
+                                   "{\"type\":\"assistant\",", std::chrono::seconds(20), dir, run_mark());
 }
 #endif
 

@@ -20,26 +20,8 @@
 using namespace agenthost;
 using namespace agenthost::test;
 using namespace agenthost::test::real;
-using transport::message;
-using transport::message_type;
 
 namespace {
-
-const std::string prefix = source_dir + "/.npm-agents/codex";
-
-std::string codex_executable() {
-  return cli_executable("AGENTHOST_REAL_CODEX", prefix + "/node_modules/.bin/codex");
-}
-
-std::string codex_version() {
-  return npm_package_version(prefix + "/node_modules/@openai/codex/package.json");
-}
-
-std::string unavailable_reason() {
-  return real::unavailable_reason("codex", codex_executable(), "install-status-codex.txt", "AGENTHOST_REAL_CODEX");
-}
-
-const char* const prompt = "Do what the scenario says.";
 
 // CRC-32 (IEEE, as Python's zlib.crc32, which the mock reports for each user message).
 std::uint32_t crc32(std::string_view bytes) {
@@ -53,12 +35,12 @@ std::uint32_t crc32(std::string_view bytes) {
 
 using run_result = provider_run;
 
-class RealCodex : public real_cli_test {
+class RealCodex : public provider_cli_test {
  protected:
-  RealCodex() : real_cli_test("codex") {}
+  RealCodex() : provider_cli_test(codex_cli) {}
 
   void SetUp() override {
-    start(unavailable_reason(), {dir + "/home", codex_home});
+    start(codex_cli.unavailable_reason(), {dir + "/home", codex_home});
     if (stopped_early()) return;
     std::ofstream(codex_home + "/config.toml") << config_toml();
   }
@@ -84,44 +66,34 @@ class RealCodex : public real_cli_test {
   // shell_environment_policy's default excludes may drop such names.
   providers::codex_options options(const std::string& scenario) const {
     providers::codex_options o{
-        .executable = codex_executable(),
+        .executable = codex_cli.executable(),
         .model = scenario,
         .working_directory = work,
-        .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-                          "OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS", "RUST_LOG"},
-                .set = {{"HOME", dir + "/home"},
-                        {"CODEX_HOME", codex_home},
-                        {"AGENTHOST_MOCK_API_KEY", "mock-key"},
-                        {"NO_PROXY", "127.0.0.1,localhost"},
-                        {"AGENTHOST_TEST_RUN", mark}}},
+        .env = environment({"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "RUST_LOG"},
+                           {{"HOME", dir + "/home"},
+                            {"CODEX_HOME", codex_home},
+                            {"AGENTHOST_MOCK_API_KEY", "mock-key"}}),
         .reaper_path = AGENTHOST_REAPER};
     o.run.deadline = std::chrono::seconds(60);
     o.run.first_event_timeout = std::chrono::seconds(30);
     return o;
   }
 
-  // Runs codex through async_run_codex to its end. `cancel_when` is asked after every message and every 10 ms: once
-  // it says yes, the run is cancelled through its cancellation slot. Records the raw lines as `record_as` (default:
-  // the scenario).
+  // Runs codex through async_run_codex to its end (see run_provider).
   run_result run(const std::string& scenario, providers::codex_options o,
                  const std::function<bool(const run_result&)>& cancel_when = {}, const std::string& record_as = {},
-                 const std::string& the_prompt = prompt) {
-    return run_through_provider(
-        io,
-        {.agent = "codex",
-         .version = codex_version(),
-         .scenario = scenario,
-         .name = record_as.empty() ? scenario : record_as,
-         .replacements = stable_paths()},
-        run_mark(),
-        [&](std::function<void(std::string_view)> on_agent_line, auto on_message, auto token) {
-          o.run.on_agent_line = std::move(on_agent_line);
-          providers::async_run_codex(io.get_executor(), o, the_prompt, std::move(on_message), std::move(token));
-        },
-        cancel_when);
+                 const std::string& prompt = scenario_prompt) {
+    return run_provider(scenario, std::move(o), prompt, cancel_when, record_as,
+                        [](auto&&... a) { providers::async_run_codex(std::forward<decltype(a)>(a)...); });
   }
-
   run_result run(const std::string& scenario) { return run(scenario, options(scenario)); }
+
+  // `scenario` with one config.toml value overridden.
+  run_result run(const std::string& scenario, const std::string& config_key, const std::string& value) {
+    auto o = options(scenario);
+    o.config = {{config_key, value}};
+    return run(scenario, o);
+  }
 
   std::string codex_home = dir + "/codex-home";
 };
@@ -155,12 +127,15 @@ void expect_run_frame(const run_result& r) {
 
 // ---- normalized stream -------------------------------------------------------------------------------------------
 
+// Codex's thread id, from the first line (thread.started).
+std::string thread_of(const run_result& r) { return r.events.at(0).value("thread_id", "?"); }
+
 // The session message carries codex's thread id.
 void expect_session(const run_result& r) {
   ASSERT_FALSE(r.messages.empty());
   ASSERT_FALSE(r.events.empty());
   EXPECT_EQ(r.messages.front().type, message_type::session_started) << r.dump();
-  EXPECT_EQ(r.messages.front().content.value("session_id", ""), r.events[0].value("thread_id", "?"));
+  EXPECT_EQ(r.messages.front().content.value("session_id", ""), thread_of(r));
   EXPECT_EQ(r.messages.front().content.value("agent", ""), "codex");
 }
 
@@ -169,18 +144,16 @@ void expect_session(const run_result& r) {
 void expect_script(const run_result& r, const script& s) {
   EXPECT_EQ(completed_texts(r, "agent_message"), s.texts) << r.dump();
   EXPECT_EQ(completed_texts(r, "reasoning"), s.thoughts) << r.dump();
-  EXPECT_EQ(r.texts(message_type::assistant), s.texts) << r.dump();
-  EXPECT_EQ(r.assistant_text(), s.text());
-  EXPECT_EQ(r.texts(message_type::assistant_thought), s.thoughts) << r.dump();
+  expect_whole_blocks(r, s);
 }
 
-void expect_completed(const run_result& r, const script& s) {
-  EXPECT_FALSE(r.ec);
-  ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.dump();
-  EXPECT_EQ(r.terminal.content.at("text"), s.texts.empty() ? std::string() : s.texts.back());
-  EXPECT_EQ(r.terminal.content.value("session_id", ""), r.events.at(0).value("thread_id", "?"));
-  EXPECT_FALSE(r.terminal.content.contains("invalid_output_lines")) << r.dump();
-  EXPECT_EQ(r.terminal.content.value("exit_status", ""), "exited with code 0");
+void expect_completed(const run_result& r, const script& s) { expect_completed_as_scripted(r, s, thread_of); }
+
+// A run that answered as scripted: its frame, the script, completed.
+void expect_answered(const run_result& r, const script& s) {
+  expect_run_frame(r);
+  expect_script(r, s);
+  expect_completed(r, s);
 }
 
 TEST_F(RealCodex, ToolCallWithReasoningAndANonAsciiAnswer) {
@@ -250,7 +223,7 @@ TEST_F(RealCodex, ToolCallWithReasoningAndANonAsciiAnswer) {
 // session can be resumed (`codex exec resume … -- ID PROMPT`).
 TEST_F(RealCodex, AnswerWithoutToolsThenResume) {
   const auto s = scripted("answer");
-  const std::string dash_prompt = "--help is not a flag here. " + std::string(prompt);
+  const std::string dash_prompt = "--help is not a flag here. " + scenario_prompt;
   auto r = run("answer", options("answer"), {}, {}, dash_prompt);
   expect_run_frame(r);
   expect_session(r);
@@ -261,26 +234,20 @@ TEST_F(RealCodex, AnswerWithoutToolsThenResume) {
   EXPECT_EQ(r.terminal.content.at("usage").at("input_tokens"), 100);
   EXPECT_EQ(r.terminal.content.at("usage").at("output_tokens"), 15);
   EXPECT_EQ(mock->requests_of("answer"), (std::vector<std::string>{"complete@turn0"}));
-  auto last_user_head = [&] {
-    std::string head;
-    for (const auto& rec : mock->records())
-      if (rec.is_object() && rec.contains("user_digests") && !rec["user_digests"].empty())
-        head = rec["user_digests"].back().value("head", "");
-    return head;
-  };
+  auto last_user_head = [&] { return mock->last_user_digest().value_or(json::object()).value("head", ""); };
   EXPECT_EQ(last_user_head(), dash_prompt.substr(0, 32));
 
   // Resume that thread with another prompt: the same thread id, reported as session.resumed.
   const std::string thread = r.events.at(0).value("thread_id", "");
   auto o = options("answer");
   o.session_id = thread;
-  auto again = run("answer", o, {}, "answer-resumed", "-Once more. " + std::string(prompt));
+  auto again = run("answer", o, {}, "answer-resumed", "-Once more. " + scenario_prompt);
   ASSERT_FALSE(again.messages.empty());
   EXPECT_EQ(again.messages.front().type, message_type::session_resumed) << again.dump();
   EXPECT_EQ(again.messages.front().content.value("resume", ""), "resumed") << again.dump();
   expect_script(again, s);
   expect_completed(again, s);
-  EXPECT_EQ(last_user_head(), ("-Once more. " + std::string(prompt)).substr(0, 32));
+  EXPECT_EQ(last_user_head(), ("-Once more. " + scenario_prompt).substr(0, 32));
   EXPECT_EQ(again.events.at(0).value("thread_id", ""), thread);
   // Recorded (codex 0.171.0): after a resume, turn.completed's usage is the thread's running total (both turns:
   // 2 × 100 input, 2 × 15 output), not the turn's; the terminal reports what codex said.
@@ -348,9 +315,7 @@ TEST_F(RealCodex, CancellationMidStream) {
 TEST_F(RealCodex, CancellationDuringAToolKillsTheToolProcess) {
   std::optional<int> sleep_pid;
   auto r = run("long-tool", options("long-tool"), [&](const run_result& now) {
-    if (now.of_type(message_type::tool_call).empty()) return false;
-    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
-    return sleep_pid.has_value();
+    return sleep_runs(!now.of_type(message_type::tool_call).empty(), run_mark(), sleep_pid);
   });
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   expect_run_frame(r);
@@ -376,12 +341,8 @@ TEST_F(RealCodex, CancellationDuringAToolKillsTheToolProcess) {
 // never shows.
 TEST_F(RealCodex, StreamCutIsRetriedWithAReconnectingNotice) {
   const auto s = scripted("cut-retry");
-  auto o = options("cut-retry");
-  o.config = {{"model_providers.mock.stream_max_retries", "2"}};
-  auto r = run("cut-retry", o);
-  expect_run_frame(r);
-  expect_script(r, s);
-  expect_completed(r, s);
+  auto r = run("cut-retry", "model_providers.mock.stream_max_retries", "2");
+  expect_answered(r, s);
   const auto errors = r.raw_of_type("error");
   ASSERT_EQ(errors.size(), 1u) << r.dump();
   EXPECT_EQ(errors[0]->value("message", "").rfind("Reconnecting... 1/2 (stream disconnected before completion: ", 0), 0u)
@@ -398,12 +359,8 @@ TEST_F(RealCodex, StreamCutIsRetriedWithAReconnectingNotice) {
 // HTTP 503 then an answer, with request_max_retries = 1: the retry leaves no trace in the JSONL.
 TEST_F(RealCodex, ServerErrorIsRetriedSilently) {
   const auto s = scripted("flaky");
-  auto o = options("flaky");
-  o.config = {{"model_providers.mock.request_max_retries", "1"}};
-  auto r = run("flaky", o);
-  expect_run_frame(r);
-  expect_script(r, s);
-  expect_completed(r, s);
+  auto r = run("flaky", "model_providers.mock.request_max_retries", "1");
+  expect_answered(r, s);
   EXPECT_TRUE(r.raw_of_type("error").empty()) << r.dump();
   EXPECT_EQ(mock->requests_of("flaky"), (std::vector<std::string>{"http_error@turn0", "complete@turn0"}));
 }
@@ -411,18 +368,13 @@ TEST_F(RealCodex, ServerErrorIsRetriedSilently) {
 // A prompt above 64 KiB goes through codex's stdin (`-` as the prompt argument), then EOF: it arrives whole.
 TEST_F(RealCodex, PromptThroughStdinClosedAtOnce) {
   const auto s = scripted("answer");
-  std::string big = std::string(prompt) + "\n";
+  std::string big = scenario_prompt + "\n";
   for (int i = 0; big.size() <= providers::codex_prompt_argv_max; ++i)
     big += "Line " + std::to_string(i) + ": caf\u00e9 \u4f60\u597d -- $(not a command) `nor this`\n";
   big += "End.";
   auto r = run("answer", options("answer"), {}, "answer-stdin-prompt", big);
-  expect_run_frame(r);
-  expect_script(r, s);
-  expect_completed(r, s);
-  std::optional<json> digest;
-  for (const auto& rec : mock->records())
-    if (rec.is_object() && rec.contains("user_digests") && !rec["user_digests"].empty())
-      digest = rec["user_digests"].back();
+  expect_answered(r, s);
+  const std::optional<json> digest = mock->last_user_digest();
   ASSERT_TRUE(digest.has_value());
   EXPECT_EQ(digest->at("bytes"), big.size());
   EXPECT_EQ(digest->at("crc32"), crc32(big));
@@ -436,9 +388,7 @@ TEST_F(RealCodex, SigtermDuringAToolKillsTheToolProcess) {
   auto o = options("long-tool");
   o.run.stop = process::stop_policy::sigterm();
   auto r = run("long-tool", o, [&](const run_result& now) {
-    if (now.of_type(message_type::tool_call).empty()) return false;
-    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
-    return sleep_pid.has_value();
+    return sleep_runs(!now.of_type(message_type::tool_call).empty(), run_mark(), sleep_pid);
   }, "long-tool-sigterm");
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   EXPECT_TRUE(r.raw_of_type("turn.completed").empty()) << r.dump();
@@ -453,13 +403,8 @@ TEST_F(RealCodex, SigtermDuringAToolKillsTheToolProcess) {
 // complete, so the signal goes once the session started): terminal.cancelled, exit code 130, nothing left.
 TEST_F(RealCodex, CliSigintCancelsTheRunAndExits130) {
   const auto o = options("slow");
-  const auto r = run_cli_and_interrupt(AGENTHOST_CLI,
-                                       {"run", "--agent", "codex", "--executable", o.executable.string(), "--model",
-                                        "slow", "--cwd", work, "--json", "--timeout", "60s", "--", prompt},
-                                       o.env, dir + "/cli.stderr", "{\"type\":\"session.started\",");
-  expect_cancelled_with_130(r);
-  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, codex or a tool survived";
-  EXPECT_LT(r.elapsed, std::chrono::seconds(20));
+  expect_agenthost_run_interrupted("codex", o.executable.string(), {"--model", "slow", "--cwd", work}, o.env,
+                                   "{\"type\":\"session.started\",", std::chrono::seconds(20), dir, run_mark());
 }
 #endif
 

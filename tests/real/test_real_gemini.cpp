@@ -25,26 +25,8 @@
 using namespace agenthost;
 using namespace agenthost::test;
 using namespace agenthost::test::real;
-using transport::message;
-using transport::message_type;
 
 namespace {
-
-const std::string prefix = source_dir + "/.npm-agents/gemini";
-
-std::string gemini_executable() {
-  return cli_executable("AGENTHOST_REAL_GEMINI", prefix + "/node_modules/.bin/gemini");
-}
-
-std::string gemini_version() {
-  return npm_package_version(prefix + "/node_modules/@google/gemini-cli/package.json");
-}
-
-std::string unavailable_reason() {
-  return real::unavailable_reason("gemini", gemini_executable(), "install-status-gemini.txt", "AGENTHOST_REAL_GEMINI");
-}
-
-const std::string prompt = "Do what the scenario says.";
 
 // API-key auth pinned (no auth dialog, no Code Assist / OAuth calls); one attempt per model call (its default is 10
 // with 5-30 s backoff); no update check, usage statistics or telemetry.
@@ -67,12 +49,7 @@ struct gemini_run {
   std::optional<int> sleep_pid;           // the tool's `sleep`, when a test looked for it
   bool node_alive_late_in_grace = false;  // a gemini node process still ran just before the grace period ended
 
-  [[nodiscard]] std::vector<const message*> of(message_type t) const {
-    std::vector<const message*> out;
-    for (const auto& m : messages)
-      if (m.type == t) out.push_back(&m);
-    return out;
-  }
+  [[nodiscard]] std::vector<const message*> of(message_type t) const { return of_type(messages, t); }
   [[nodiscard]] std::vector<std::string> assistant() const {
     std::vector<std::string> out;
     for (const auto* m : of(message_type::assistant)) out.push_back(m->content.at("text").get<std::string>());
@@ -85,18 +62,12 @@ struct gemini_run {
   }
 };
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += x;
-  return s;
-}
-
 class RealGemini : public real_cli_test {
  protected:
   RealGemini() : real_cli_test("gemini") {}
 
   void SetUp() override {
-    start(unavailable_reason(), {home + "/.gemini", dir + "/tmp"});
+    start(gemini_cli.unavailable_reason(), {home + "/.gemini", dir + "/tmp"});
     if (stopped_early()) return;
     std::ofstream(home + "/.gemini/settings.json") << settings_json.dump(2);
   }
@@ -106,21 +77,18 @@ class RealGemini : public real_cli_test {
   // default two-process layout: that is what a host stops.
   providers::gemini_options options(const std::string& scenario, bool relaunch) const {
     providers::gemini_options o{
-        .executable = gemini_executable(),
+        .executable = gemini_cli.executable(),
         .model = scenario,
         .working_directory = work,
-        .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-                          "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-                          "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_APPLICATION_CREDENTIALS",
-                          "GEMINI_MODEL", "NODE_OPTIONS", "DEBUG", "CI", "GITHUB_ACTIONS"},
-                .set = {{"HOME", home},
-                        {"GEMINI_CLI_HOME", home},
-                        {"GEMINI_API_KEY", "mock-key"},
-                        {"GOOGLE_GEMINI_BASE_URL", mock->origin()},
-                        // Its error reports (gemini-client-error-*.json) go to the OS temp dir.
-                        {"TMPDIR", dir + "/tmp"},
-                        {"NO_PROXY", "127.0.0.1,localhost"},
-                        {"AGENTHOST_TEST_RUN", mark}}},
+        .env = environment({"GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+                            "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_APPLICATION_CREDENTIALS",
+                            "GEMINI_MODEL", "DEBUG", "CI", "GITHUB_ACTIONS"},
+                           {{"HOME", home},
+                            {"GEMINI_CLI_HOME", home},
+                            {"GEMINI_API_KEY", "mock-key"},
+                            {"GOOGLE_GEMINI_BASE_URL", mock->origin()},
+                            // Its error reports (gemini-client-error-*.json) go to the OS temp dir.
+                            {"TMPDIR", dir + "/tmp"}}),
         .approval_mode = providers::gemini_approval_mode::yolo,
         .skip_trust = true,
         .reaper_path = AGENTHOST_REAPER};
@@ -132,7 +100,7 @@ class RealGemini : public real_cli_test {
 
   /// Runs `scenario` to its end. `cancel_when` is asked after every message and every 10 ms; once it says yes, the
   /// run is cancelled through the completion token's cancellation slot.
-  gemini_run run(const std::string& scenario, const std::string& text = prompt,
+  gemini_run run(const std::string& scenario, const std::string& text = scenario_prompt,
                  const std::function<bool(gemini_run&)>& cancel_when = {},
                  std::optional<process::stop_policy> stop = std::nullopt, const std::string& record_as = {},
                  const std::vector<std::pair<std::string, std::string>>& extra_replacements = {}) {
@@ -191,7 +159,8 @@ class RealGemini : public real_cli_test {
     auto replacements = extra_replacements;
     const auto stable = stable_paths();
     replacements.insert(replacements.end(), stable.begin(), stable.end());
-    record_fixture("gemini", "gemini-" + gemini_version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
+    record_fixture("gemini",
+                   "gemini-" + gemini_cli.version() + "-" + (record_as.empty() ? scenario : record_as) + ".jsonl",
                    r.raw.lines, replacements);
     return r;
   }
@@ -199,9 +168,7 @@ class RealGemini : public real_cli_test {
   /// Cancel once the tool's `sleep` runs (looked up among the run's processes).
   std::function<bool(gemini_run&)> when_sleep_runs() const {
     return [this](gemini_run& now) {
-      if (now.of(message_type::tool_call).empty()) return false;
-      if (!now.sleep_pid) now.sleep_pid = process_named(run_mark(), "sleep");
-      return now.sleep_pid.has_value();
+      return sleep_runs(!now.of(message_type::tool_call).empty(), run_mark(), now.sleep_pid);
     };
   }
 
@@ -223,7 +190,7 @@ std::vector<std::string> raw_deltas(const cli_result& r) {
 
 // init first (with the model asked for), the prompt echoed as a user message, exactly; only known event types —
 // thoughts (`thought: true` parts) are not exposed in stream-json at all.
-void expect_raw_frame(const cli_result& r, const std::string& scenario, const std::string& text = prompt) {
+void expect_raw_frame(const cli_result& r, const std::string& scenario, const std::string& text = scenario_prompt) {
   ASSERT_GE(r.events.size(), 2u) << r.dump();
   EXPECT_EQ(r.lines.size(), r.events.size()) << "every stdout line is a JSON object\n" << r.dump();
   EXPECT_EQ(r.events[0].value("type", ""), "init");
@@ -317,7 +284,7 @@ TEST_F(RealGemini, ToolCallAndANonAsciiAnswerStreamedChunkByChunk) {
 // The prompt starts with dashes: `--prompt=<text>` keeps gemini from reading it as flags (it would otherwise take
 // `--yolo` and `-p` as options); it arrives unchanged, as the echoed user message shows.
 TEST_F(RealGemini, AnswerWithoutToolsToAPromptThatLooksLikeFlags) {
-  const std::string flags_prompt = "--yolo -p " + prompt;
+  const std::string flags_prompt = "--yolo -p " + scenario_prompt;
   const auto s = scripted("answer");
   auto r = run("answer", flags_prompt);
   expect_session(r, "answer");
@@ -375,7 +342,7 @@ TEST_F(RealGemini, Http429IsAnAgentErrorWithStatus429FromTheExitCode) {
 TEST_F(RealGemini, CancellationMidStream) {
   const auto s = scripted("slow");
   const std::size_t two_chunks = s.text_chunks.at(0).size() + s.text_chunks.at(1).size();
-  auto r = run("slow", prompt, [&](gemini_run& now) { return joined(now.assistant()).size() >= two_chunks; });
+  auto r = run("slow", scenario_prompt, [&](gemini_run& now) { return joined(now.assistant()).size() >= two_chunks; });
   ASSERT_TRUE(r.cancelled) << "no delta came\n" << r.dump();
   expect_session(r, "slow");
   EXPECT_EQ(r.ec, asio::error::operation_aborted);
@@ -394,7 +361,7 @@ TEST_F(RealGemini, CancellationMidStream) {
 // (after ~1-3.5 s) but not the `sleep`, which runs in a session of its own; the provider's stop signals the whole tree
 // and then kills it, so nothing survives.
 TEST_F(RealGemini, CancellationDuringAToolKillsTheToolProcess) {
-  auto r = run("long-tool", prompt, when_sleep_runs());
+  auto r = run("long-tool", scenario_prompt, when_sleep_runs());
   ASSERT_TRUE(r.sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   expect_session(r, "long-tool");
   EXPECT_EQ(r.ec, asio::error::operation_aborted);
@@ -438,7 +405,7 @@ TEST_F(RealGemini, ServerErrorIsRetriedSilentlyAndALongPromptGoesThroughStdin) {
   auto settings = settings_json;
   settings["general"]["maxAttempts"] = 2;
   std::ofstream(home + "/.gemini/settings.json", std::ios::trunc) << settings.dump(2);
-  std::string long_prompt = "-- " + prompt;  // leading dashes and spaces, kept as they are
+  std::string long_prompt = "-- " + scenario_prompt;  // leading dashes and spaces, kept as they are
   for (int i = 0; long_prompt.size() <= providers::gemini_prompt_argv_max; ++i)
     long_prompt += " filler " + std::to_string(i) + " é";
   long_prompt += " end. ";  // trailing space, kept too
@@ -460,7 +427,7 @@ TEST_F(RealGemini, ServerErrorIsRetriedSilentlyAndALongPromptGoesThroughStdin) {
 TEST_F(RealGemini, SigtermToTheLeaderDoesNotStopGemini) {
   auto policy = process::stop_policy::sigterm();
   if (const char* g = std::getenv("AGENTHOST_TEST_GRACE_MS")) policy.graceful_wait = std::chrono::milliseconds(std::atoi(g));
-  auto r = run("long-tool", prompt, when_sleep_runs(), policy, "long-tool-sigterm");
+  auto r = run("long-tool", scenario_prompt, when_sleep_runs(), policy, "long-tool-sigterm");
   ASSERT_TRUE(r.sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   EXPECT_EQ(r.ec, asio::error::operation_aborted);
   EXPECT_EQ(r.terminal.type, message_type::terminal_cancelled) << r.dump();
@@ -476,14 +443,10 @@ TEST_F(RealGemini, SigtermToTheLeaderDoesNotStopGemini) {
 // 130, nothing left (gemini's own tree included).
 TEST_F(RealGemini, CliSigintCancelsTheRunAndExits130) {
   const auto o = options("slow", /*relaunch=*/true);
-  const auto r = run_cli_and_interrupt(
-      AGENTHOST_CLI,
-      {"run", "--agent", "gemini", "--executable", o.executable.string(), "--model", "slow", "--cwd", work,
-       "--arg=--skip-trust", "--arg=--approval-mode=yolo", "--json", "--timeout", "60s", "--", prompt},
-      o.env, dir + "/cli.stderr", "{\"type\":\"assistant\",");
-  expect_cancelled_with_130(r);
-  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, gemini or a tool survived";
-  EXPECT_LT(r.elapsed, std::chrono::seconds(30));
+  expect_agenthost_run_interrupted(
+      "gemini", o.executable.string(),
+      {"--model", "slow", "--cwd", work, "--arg=--skip-trust", "--arg=--approval-mode=yolo"}, o.env,
+      "{\"type\":\"assistant\",", std::chrono::seconds(30), dir, run_mark());
 }
 #endif
 

@@ -29,25 +29,8 @@
 using namespace agenthost;
 using namespace agenthost::test;
 using namespace agenthost::test::real;
-using transport::message;
-using transport::message_type;
 
 namespace {
-
-const std::string prefix = source_dir + "/.npm-agents/opencode";
-
-std::string opencode_executable() {
-  return cli_executable("AGENTHOST_REAL_OPENCODE", prefix + "/node_modules/.bin/opencode");
-}
-
-std::string opencode_version() { return npm_package_version(prefix + "/node_modules/opencode-ai/package.json"); }
-
-std::string unavailable_reason() {
-  return real::unavailable_reason("opencode", opencode_executable(), "install-status-opencode.txt",
-                                  "AGENTHOST_REAL_OPENCODE");
-}
-
-const char* const prompt = "Do what the scenario says.";
 
 // The scenarios the config lists as models of the `mock` provider (an unlisted model id fails before any request).
 const std::vector<std::string> models = {"answer",    "tool",      "slow",           "http400",
@@ -68,13 +51,13 @@ std::vector<std::string> raw_texts(const run_result& r, const std::string& type)
 }
 std::string session_of(const run_result& r) { return r.events.empty() ? "?" : r.events[0].value("sessionID", "?"); }
 
-class RealOpencode : public real_cli_test {
+class RealOpencode : public provider_cli_test {
  protected:
-  RealOpencode() : real_cli_test("opencode") {}
+  RealOpencode() : provider_cli_test(opencode_cli) {}
 
   void SetUp() override {
-    start(unavailable_reason(), {home, config + "/opencode", dir + "/data", dir + "/cache", dir + "/state",
-                                 dir + "/tmp"});
+    start(opencode_cli.unavailable_reason(),
+          {home, config + "/opencode", dir + "/data", dir + "/cache", dir + "/state", dir + "/tmp"});
     if (stopped_early()) return;
     std::ofstream(config + "/opencode/opencode.json") << config_json().dump(2);
   }
@@ -100,63 +83,40 @@ class RealOpencode : public real_cli_test {
   // the tool commands too (opencode passes its environment on).
   providers::opencode_options options(const std::string& scenario) const {
     providers::opencode_options o{
-        .executable = opencode_executable(),
+        .executable = opencode_cli.executable(),
         .model = "mock/" + scenario,
         .working_directory = work,
-        .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-                          "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR",
-                          "OPENCODE_CONFIG_CONTENT", "NODE_OPTIONS"},
-                .set = {{"HOME", home},
-                        {"XDG_CONFIG_HOME", config},
-                        {"XDG_DATA_HOME", dir + "/data"},
-                        {"XDG_CACHE_HOME", dir + "/cache"},
-                        {"XDG_STATE_HOME", dir + "/state"},
-                        {"TMPDIR", dir + "/tmp"},
-                        {"OPENCODE_DISABLE_MODELS_FETCH", "1"},
-                        {"OPENCODE_DISABLE_AUTOUPDATE", "1"},
-                        {"OPENCODE_DISABLE_SHARE", "1"},
-                        {"OPENCODE_DISABLE_LSP_DOWNLOAD", "1"},
-                        {"OPENCODE_DISABLE_CLAUDE_CODE", "1"},
-                        {"OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"},
-                        {"NO_PROXY", "127.0.0.1,localhost"},
-                        {"AGENTHOST_TEST_RUN", mark}}},
+        .env = environment({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR",
+                            "OPENCODE_CONFIG_CONTENT"},
+                           {{"HOME", home},
+                            {"XDG_CONFIG_HOME", config},
+                            {"XDG_DATA_HOME", dir + "/data"},
+                            {"XDG_CACHE_HOME", dir + "/cache"},
+                            {"XDG_STATE_HOME", dir + "/state"},
+                            {"TMPDIR", dir + "/tmp"},
+                            {"OPENCODE_DISABLE_MODELS_FETCH", "1"},
+                            {"OPENCODE_DISABLE_AUTOUPDATE", "1"},
+                            {"OPENCODE_DISABLE_SHARE", "1"},
+                            {"OPENCODE_DISABLE_LSP_DOWNLOAD", "1"},
+                            {"OPENCODE_DISABLE_CLAUDE_CODE", "1"},
+                            {"OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"}}),
         .reaper_path = AGENTHOST_REAPER};
     o.run.deadline = std::chrono::seconds(60);
     o.run.first_event_timeout = std::chrono::seconds(45);
     return o;
   }
 
-  // Runs opencode through async_run_opencode to its end. `cancel_when` is asked after every message and every 10 ms:
-  // once it says yes, the run is cancelled through its cancellation slot. Records the raw lines as `record_as`
-  // (default: the scenario).
+  // Runs opencode through async_run_opencode to its end (see run_provider).
   run_result run(const std::string& scenario, providers::opencode_options o,
                  const std::function<bool(const run_result&)>& cancel_when = {}, const std::string& record_as = {},
-                 const std::string& the_prompt = prompt) {
-    return run_through_provider(
-        io,
-        {.agent = "opencode",
-         .version = opencode_version(),
-         .scenario = scenario,
-         .name = record_as.empty() ? scenario : record_as,
-         .replacements = stable_paths()},
-        run_mark(),
-        [&](std::function<void(std::string_view)> on_agent_line, auto on_message, auto token) {
-          o.run.on_agent_line = std::move(on_agent_line);
-          providers::async_run_opencode(io.get_executor(), o, the_prompt, std::move(on_message), std::move(token));
-        },
-        cancel_when);
+                 const std::string& prompt = scenario_prompt) {
+    return run_provider(scenario, std::move(o), prompt, cancel_when, record_as,
+                        [](auto&&... a) { providers::async_run_opencode(std::forward<decltype(a)>(a)...); });
   }
-
   run_result run(const std::string& scenario) { return run(scenario, options(scenario)); }
 
   // The head (≤ 32 bytes) of the last user message the mock received.
-  std::string last_user_head() const {
-    std::string head;
-    for (const auto& rec : mock->records())
-      if (rec.is_object() && rec.contains("user_digests") && !rec["user_digests"].empty())
-        head = rec["user_digests"].back().value("head", "");
-    return head;
-  }
+  std::string last_user_head() const { return mock->last_user_digest().value_or(json::object()).value("head", ""); }
 
   std::string home = dir + "/home";
   std::string config = dir + "/config";
@@ -180,19 +140,13 @@ void expect_frame(const run_result& r) {
 void expect_script(const run_result& r, const script& s) {
   EXPECT_EQ(raw_texts(r, "text"), s.texts) << r.dump();
   EXPECT_EQ(raw_texts(r, "reasoning"), s.thoughts) << r.dump();
-  EXPECT_EQ(r.texts(message_type::assistant), s.texts) << r.dump();
-  EXPECT_EQ(r.assistant_text(), s.text());
-  EXPECT_EQ(r.texts(message_type::assistant_thought), s.thoughts) << r.dump();
+  expect_whole_blocks(r, s);
 }
 
 void expect_completed(const run_result& r, const script& s) {
-  EXPECT_FALSE(r.ec);
-  ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.dump();
-  EXPECT_EQ(r.terminal.content.at("text"), s.texts.empty() ? std::string() : s.texts.back());
-  EXPECT_EQ(r.terminal.content.value("session_id", ""), session_of(r));
+  expect_completed_as_scripted(r, s, session_of);
+  if (r.terminal.type != message_type::terminal_completed) return;  // a fatal failure in there: nothing more to check
   EXPECT_EQ(r.terminal.content.value("stop_reason", ""), "stop");
-  EXPECT_FALSE(r.terminal.content.contains("invalid_output_lines")) << r.dump();
-  EXPECT_EQ(r.terminal.content.value("exit_status", ""), "exited with code 0");
   ASSERT_FALSE(r.events.empty());
   EXPECT_EQ(r.events.back().value("type", ""), "step_finish") << "no final event: the run ends with a step_finish";
 }
@@ -239,7 +193,7 @@ TEST_F(RealOpencode, ToolCallWithReasoningAndANonAsciiAnswer) {
 // because it has spaces), also when it starts with '-'. Then the session is continued with --session.
 TEST_F(RealOpencode, DashPromptArrivesExactlyThenResume) {
   const auto s = scripted("answer");
-  const std::string dash_prompt = "--help is not a flag here. " + std::string(prompt);
+  const std::string dash_prompt = "--help is not a flag here. " + scenario_prompt;
   auto r = run("answer", options("answer"), {}, "answer-thinking", dash_prompt);
   expect_frame(r);
   EXPECT_EQ(r.messages.front().type, message_type::session_started);
@@ -252,7 +206,7 @@ TEST_F(RealOpencode, DashPromptArrivesExactlyThenResume) {
 
   auto o = options("answer");
   o.session_id = session_of(r);
-  const std::string again_prompt = "-Once more. " + std::string(prompt);
+  const std::string again_prompt = "-Once more. " + scenario_prompt;
   auto again = run("answer", o, {}, "answer-resumed", again_prompt);
   expect_frame(again);
   EXPECT_EQ(session_of(again), session_of(r));
@@ -330,10 +284,8 @@ TEST_F(RealOpencode, CancellationMidStream) {
 // on SIGINT — the provider's tree kill must end it.
 TEST_F(RealOpencode, CancellationDuringAToolKillsTheToolProcess) {
   std::optional<int> sleep_pid;
-  auto r = run("long-tool", options("long-tool"), [&](const run_result&) {
-    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
-    return sleep_pid.has_value();
-  });
+  auto r = run("long-tool", options("long-tool"),
+                [&](const run_result&) { return sleep_runs(true, run_mark(), sleep_pid); });
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << r.dump();
   expect_frame(r);
   // Raw: no tool_use while the tool runs (printed only once it finished), so none at all here.
@@ -351,13 +303,8 @@ TEST_F(RealOpencode, CancellationDuringAToolKillsTheToolProcess) {
 // nothing left (opencode, its tools, agenthost, the reaper).
 TEST_F(RealOpencode, CliSigintCancelsTheRunAndExits130) {
   const auto o = options("slow");
-  const auto r = run_cli_and_interrupt(AGENTHOST_CLI,
-                                       {"run", "--agent", "opencode", "--executable", o.executable.string(), "--model",
-                                        "mock/slow", "--cwd", work, "--json", "--timeout", "60s", "--", prompt},
-                                       o.env, dir + "/cli.stderr", "{\"type\":\"session.started\",");
-  expect_cancelled_with_130(r);
-  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, opencode or a tool survived";
-  EXPECT_LT(r.elapsed, std::chrono::seconds(30));
+  expect_agenthost_run_interrupted("opencode", o.executable.string(), {"--model", "mock/slow", "--cwd", work}, o.env,
+                                   "{\"type\":\"session.started\",", std::chrono::seconds(30), dir, run_mark());
 }
 #endif
 

@@ -26,8 +26,6 @@
 using namespace agenthost;
 using namespace agenthost::test;
 using namespace agenthost::test::real;
-using transport::message;
-using transport::message_type;
 
 namespace {
 
@@ -64,13 +62,6 @@ std::vector<std::string> all_of(const std::vector<message>& ms, message_type t, 
   std::vector<std::string> out;
   for (const auto& m : ms)
     if (m.type == t) out.push_back(m.content.at(field).get<std::string>());
-  return out;
-}
-
-std::vector<const message*> of_type(const std::vector<message>& ms, message_type t) {
-  std::vector<const message*> out;
-  for (const auto& m : ms)
-    if (m.type == t) out.push_back(&m);
   return out;
 }
 
@@ -120,17 +111,12 @@ class RealPi : public real_cli_test {
   }
 
   // Isolated: own HOME and config dir, offline, no proxies, only the mock provider; the token marks every process.
-  std::map<std::string, std::string> pi_environment() const {
-    return {{"HOME", dir + "/home"},
-            {"PI_CODING_AGENT_DIR", dir + "/agent"},
-            {"PI_OFFLINE", "1"},
-            {"PI_SKIP_VERSION_CHECK", "1"},
-            {"NO_PROXY", "127.0.0.1,localhost"},
-            {"AGENTHOST_TEST_TOKEN", mark}};
-  }
-  static std::vector<std::string> unset_environment() {
-    return {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-            "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS"};
+  process::environment_options pi_environment() const {
+    return environment({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL"},
+                       {{"HOME", dir + "/home"},
+                        {"PI_CODING_AGENT_DIR", dir + "/agent"},
+                        {"PI_OFFLINE", "1"},
+                        {"PI_SKIP_VERSION_CHECK", "1"}});
   }
 
   providers::pi_options options(const std::string& scenario) const {
@@ -140,7 +126,7 @@ class RealPi : public real_cli_test {
                             .thinking_level = "low",
                             .no_session = true,
                             .working_directory = work,
-                            .env = {.unset = unset_environment(), .set = pi_environment()},
+                            .env = pi_environment(),
                             .pi_version = providers::version::parse(pi_version_string()),
                             .reaper_path = AGENTHOST_REAPER};
     o.run.deadline = std::chrono::seconds(60);
@@ -160,7 +146,7 @@ class RealPi : public real_cli_test {
     asio::cancellation_signal sig;
     const auto t0 = std::chrono::steady_clock::now();
     providers::async_run_agent(
-        io.get_executor(), providers::pi_spawn_options(o, "Do what the scenario says."),
+        io.get_executor(), providers::pi_spawn_options(o, scenario_prompt),
         std::make_unique<recording_mapper>(std::move(pi_mapper), lines), o.run,
         [&](const message& m) { r.messages.push_back(m); },
         asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
@@ -379,9 +365,7 @@ TEST_F(RealPi, CancellationDuringAToolKillsTheToolProcess) {
   std::optional<int> sleep_pid;
   auto r = run("long-tool", options("long-tool"), [&](const std::vector<message>& ms) {
     // Once the call is announced, wait (polling /proc, bounded by the run's deadline) for its `sleep 30` to run.
-    if (of_type(ms, message_type::tool_call).empty()) return false;
-    if (!sleep_pid) sleep_pid = process_named(run_mark(), "sleep");
-    return sleep_pid.has_value();
+    return sleep_runs(!of_type(ms, message_type::tool_call).empty(), run_mark(), sleep_pid);
   });
   ASSERT_TRUE(sleep_pid.has_value()) << "the tool's sleep never ran\n" << dump(r.messages);
   EXPECT_EQ(r.ec, asio::error::operation_aborted);
@@ -396,14 +380,9 @@ TEST_F(RealPi, CancellationDuringAToolKillsTheToolProcess) {
 
 #ifdef AGENTHOST_CLI
 TEST_F(RealPi, CliSigintCancelsTheRunAndExits130) {
-  const auto r = run_cli_and_interrupt(
-      AGENTHOST_CLI,
-      {"run", "--agent", "pi", "--executable", pi_executable(), "--provider", "mock", "--model", "slow",
-       "--no-session", "--cwd", work, "--json", "--timeout", "60s", "--", "Do what the scenario says."},
-      {.unset = unset_environment(), .set = pi_environment()}, dir + "/cli.stderr", "{\"type\":\"assistant\",");
-  expect_cancelled_with_130(r);
-  EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "agenthost, its reaper, pi or a tool survived";
-  EXPECT_LT(r.elapsed, std::chrono::seconds(20));
+  const auto r = expect_agenthost_run_interrupted(
+      "pi", pi_executable(), {"--provider", "mock", "--model", "slow", "--no-session", "--cwd", work},
+      pi_environment(), "{\"type\":\"assistant\",", std::chrono::seconds(20), dir, run_mark());
   std::cout << "[ real pi ] agenthost run + SIGINT: " << r.messages.size() << " messages, " << r.elapsed.count()
             << " ms\n";
 }

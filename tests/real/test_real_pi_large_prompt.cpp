@@ -19,8 +19,6 @@
 using namespace agenthost;
 using namespace agenthost::test;
 using namespace agenthost::test::real;
-using transport::message;
-using transport::message_type;
 
 namespace {
 
@@ -76,14 +74,11 @@ class RealPiLargePrompt : public real_cli_test {
                             .model = "answer",
                             .no_session = true,
                             .working_directory = work,
-                            .env = {.unset = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                                              "all_proxy", "OPENAI_API_KEY", "OPENAI_BASE_URL", "NODE_OPTIONS"},
-                                    .set = {{"HOME", dir + "/home"},
-                                            {"PI_CODING_AGENT_DIR", dir + "/agent"},
-                                            {"PI_OFFLINE", "1"},
-                                            {"PI_SKIP_VERSION_CHECK", "1"},
-                                            {"NO_PROXY", "127.0.0.1,localhost"},
-                                            {"AGENTHOST_TEST_TOKEN", mark}}},
+                            .env = environment({"OPENAI_API_KEY", "OPENAI_BASE_URL"},
+                                               {{"HOME", dir + "/home"},
+                                                {"PI_CODING_AGENT_DIR", dir + "/agent"},
+                                                {"PI_OFFLINE", "1"},
+                                                {"PI_SKIP_VERSION_CHECK", "1"}}),
                             .pi_version = providers::version::parse(pi_version_string()),
                             .reaper_path = AGENTHOST_REAPER};
     o.run.deadline = std::chrono::seconds(90);
