@@ -1,0 +1,408 @@
+// agenthost_bench_e2e, section "scale": K agents streaming 1 MB/s each on one io_context thread, host CPU and line
+// delay; the content each agent streams (synthetic `rate` lines or a generated pi transcript) is made here too.
+#include "common.hpp"
+
+#include <agenthost/mapper/pi_mapper.hpp>
+#include <agenthost/process/child.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace agenthost::bench::e2e {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+struct agent_state {
+  std::optional<agenthost::process::child> child;
+  // As the provider maps: a whole read at a time, the text deltas of one read merged into one message.
+  agenthost::mapper::pi_mapper mapper{{.merge_adjacent_text = true}};
+  std::vector<agenthost::transport::message> out;
+  std::vector<std::pair<std::int64_t, std::int64_t>> samples;  // (line index or bytes before the line, receipt ns)
+  std::uint64_t lines = 0, bytes = 0;
+  std::uint64_t messages = 0, text_bytes = 0;  // what a consumer of the mapper's messages sees
+  bool eof = false;
+  std::function<void()> read;
+};
+
+/// `{"type":"rate","i":42,…}` → 42.
+std::int64_t parse_index(std::string_view line) {
+  const auto at = line.find("\"i\":");
+  if (at == std::string_view::npos) return -1;
+  std::int64_t v = 0;
+  for (std::size_t i = at + 4; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) v = v * 10 + (line[i] - '0');
+  return v;
+}
+
+/// What each scale agent streams: the synthetic 100-byte `rate` lines, or a transcript file's lines (`rate --file`).
+struct scale_content {
+  std::string name = "synthetic";
+  fs::path file;                       // empty: synthetic
+  std::vector<std::size_t> line_sizes;  // with the newline, in file order (cycled by the agent)
+  std::size_t bytes = 0;                // file size
+};
+
+namespace gen = agenthost::bench::detail_transcripts;
+
+/// pi ≤ 0.83 (snapshot era) session with one tool turn and then a long answer: every message_update carries the
+/// event with the cumulative message (`partial`) and the same message again (`message`), as pi 0.73 writes them
+/// (fixtures/pi/pi-0.73.1-json-tool-turn.jsonl); the tool's output grows over cumulative tool_execution_update events.
+agenthost::bench::transcript make_snapshot_tool_session(std::size_t answer_chars) {
+  using json = gen::json;
+  agenthost::bench::transcript t;
+  json user;
+  gen::header(t, "Fix the failing test, then explain.", user);
+  const auto snapshot_update = [&](json ame, const json& content) {
+    const json partial = gen::assistant(content, "stop");
+    ame["partial"] = partial;
+    gen::add(t, {{"type", "message_update"}, {"assistantMessageEvent", ame}, {"message", partial}});
+  };
+  // Turn 1: thinking, a short text, a bash tool call streamed as argument fragments.
+  gen::add(t, {{"type", "message_start"}, {"message", gen::assistant(json::array(), "stop")}});
+  json content = json::array();
+  std::string thinking;
+  content.push_back({{"type", "thinking"}, {"thinking", ""}, {"thinkingSignature", "reasoning_content"}});
+  snapshot_update({{"type", "thinking_start"}, {"contentIndex", 0}}, content);
+  for (const auto& c : gen::prose_chunks(400, 1)) {
+    thinking += c;
+    content[0]["thinking"] = thinking;
+    snapshot_update({{"type", "thinking_delta"}, {"contentIndex", 0}, {"delta", c}}, content);
+  }
+  snapshot_update({{"type", "thinking_end"}, {"contentIndex", 0}, {"content", thinking}}, content);
+  std::string text;
+  content.push_back({{"type", "text"}, {"text", ""}});
+  snapshot_update({{"type", "text_start"}, {"contentIndex", 1}}, content);
+  for (const auto& c : gen::prose_chunks(200, 2)) {
+    text += c;
+    content[1]["text"] = text;
+    snapshot_update({{"type", "text_delta"}, {"contentIndex", 1}, {"delta", c}}, content);
+  }
+  snapshot_update({{"type", "text_end"}, {"contentIndex", 1}, {"content", text}}, content);
+  const std::string id = "call_1";
+  const json args = {{"command", "make test 2>&1 | tail -n 200"}};
+  content.push_back({{"type", "toolCall"}, {"id", id}, {"name", "bash"}, {"arguments", json::object()},
+                     {"partialArgs", ""}, {"streamIndex", 0}});
+  snapshot_update({{"type", "toolcall_start"}, {"contentIndex", 2}}, content);
+  const std::string args_text = args.dump();
+  std::string partial_args;
+  for (std::size_t i = 0; i < args_text.size(); i += 6) {
+    partial_args += args_text.substr(i, 6);
+    content[2]["partialArgs"] = partial_args;
+    snapshot_update({{"type", "toolcall_delta"}, {"contentIndex", 2}, {"delta", args_text.substr(i, 6)}}, content);
+  }
+  content[2] = {{"type", "toolCall"}, {"id", id}, {"name", "bash"}, {"arguments", args}};
+  snapshot_update({{"type", "toolcall_end"}, {"contentIndex", 2}, {"toolCall", content[2]}}, content);
+  const json call_message = gen::assistant(content, "toolUse", 4000, 300);
+  gen::add(t, {{"type", "message_end"}, {"message", call_message}});
+  gen::add(t, {{"type", "tool_execution_start"}, {"toolCallId", id}, {"toolName", "bash"}, {"args", args}});
+  std::string output;
+  for (std::size_t i = 0; i < 40; ++i) {
+    output += "test_case_" + std::to_string(i) + " ... ok (" + std::to_string(i * 3 % 17) + " ms)\n";
+    gen::add(t, {{"type", "tool_execution_update"}, {"toolCallId", id}, {"toolName", "bash"}, {"args", args},
+                 {"partialResult", {{"content", json::array({{{"type", "text"}, {"text", output}}})},
+                                    {"details", json::object()}}}});
+  }
+  const json result = {{"content", json::array({{{"type", "text"}, {"text", output}}})}};
+  gen::add(t, {{"type", "tool_execution_end"}, {"toolCallId", id}, {"toolName", "bash"}, {"result", result},
+               {"isError", false}});
+  const json tool_message = {{"role", "toolResult"}, {"toolCallId", id}, {"toolName", "bash"},
+                             {"content", result["content"]}, {"isError", false}, {"timestamp", 1795978154667LL}};
+  gen::add(t, {{"type", "message_start"}, {"message", tool_message}});
+  gen::add(t, {{"type", "message_end"}, {"message", tool_message}});
+  gen::add(t, {{"type", "turn_end"}, {"message", call_message}, {"toolResults", json::array({tool_message})}});
+  // Turn 2: the long answer, one cumulative snapshot per ~4-character token.
+  gen::add(t, {{"type", "turn_start"}});
+  gen::add(t, {{"type", "message_start"}, {"message", gen::assistant(json::array(), "stop")}});
+  json answer = json::array({{{"type", "text"}, {"text", ""}}});
+  snapshot_update({{"type", "text_start"}, {"contentIndex", 0}}, answer);
+  std::string answer_text;
+  const auto chunks = gen::prose_chunks(answer_chars, 3);
+  for (const auto& c : chunks) {
+    answer_text += c;
+    answer[0]["text"] = answer_text;
+    snapshot_update({{"type", "text_delta"}, {"contentIndex", 0}, {"delta", c}}, answer);
+  }
+  snapshot_update({{"type", "text_end"}, {"contentIndex", 0}, {"content", answer_text}}, answer);
+  const json final_message = gen::assistant(answer, "stop", 5000, static_cast<int>(chunks.size()));
+  gen::add(t, {{"type", "message_end"}, {"message", final_message}});
+  gen::add(t, {{"type", "turn_end"}, {"message", final_message}, {"toolResults", json::array()}});
+  gen::add(t, {{"type", "agent_end"}, {"messages", json::array({user, call_message, tool_message, final_message})}});
+  return t;
+}
+
+/// The content's transcript written to `dir` (nothing for synthetic).
+scale_content make_scale_content(const std::string& name, const fs::path& dir) {
+  scale_content c;
+  c.name = name;
+  if (name == "synthetic") return c;
+  agenthost::bench::transcript t;
+  if (name == "pi-delta") t = agenthost::bench::make_transcript(transcript_kind::tools, 1);  // ≥ 0.84, 1 tool turn
+  else if (name == "pi-snapshot") t = make_snapshot_tool_session(4000);
+  else throw std::runtime_error("unknown scale content '" + name + "' (synthetic, pi-delta, pi-snapshot)");
+  c.file = dir / ("scale-" + name + ".jsonl");
+  std::ofstream f(c.file, std::ios::binary);
+  for (const auto& l : t.lines) {
+    f << l << '\n';
+    c.line_sizes.push_back(l.size() + 1);
+    c.bytes += l.size() + 1;
+  }
+  return c;
+}
+
+struct scale_row {
+  int agents = 0;
+  int tick_ms = 0;
+  double spawn_seconds = 0, window_seconds = 0, cpu_percent = 0, mbps = 0, lps = 0;
+  double p50 = 0, p99 = 0, p999 = 0, max = 0;
+  std::uint64_t lines = 0, expected = 0;
+  std::uint64_t messages = 0, text_bytes = 0;
+  int spawn_failures = 0;
+};
+
+scale_row scale_once(const scale_content& content, int k, double seconds, int tick_ms, bool map, int coalesce_ms) {
+  constexpr std::uint64_t kBps = 1000000, kLineBytes = 100;
+  const bool synthetic = content.file.empty();
+  // Position of a sample per second: line index / lines per second (synthetic), or bytes before the line / BPS.
+  const double lps = synthetic ? static_cast<double>(kBps) / static_cast<double>(kLineBytes + 1)
+                               : static_cast<double>(kBps);
+  std::uint64_t per_agent = static_cast<std::uint64_t>(
+      std::floor(static_cast<double>(kBps) * seconds / static_cast<double>(kLineBytes + 1)));
+  if (!synthetic) {  // fake_agent's rule: lines are written while they end within BPS·S bytes
+    const auto budget = static_cast<std::uint64_t>(std::floor(static_cast<double>(kBps) * seconds));
+    per_agent = 0;
+    for (std::uint64_t sent = 0, i = 0; sent + content.line_sizes[i] <= budget;
+         i = i + 1 == content.line_sizes.size() ? 0 : i + 1) {
+      sent += content.line_sizes[i];
+      ++per_agent;
+    }
+  }
+  scale_row row;
+  row.agents = k;
+  row.tick_ms = tick_ms;
+  row.expected = per_agent * static_cast<std::uint64_t>(k);
+  asio::io_context io;  // run by this thread only
+  std::vector<std::unique_ptr<agent_state>> agents;
+  const std::int64_t t_spawn0 = mono_ns();
+  for (int i = 0; i < k; ++i) {
+    auto a = std::make_unique<agent_state>();
+    a->samples.reserve(per_agent + 16);
+    auto opts = synthetic ? fake_options({"rate", std::to_string(kBps), "--lines-of", std::to_string(kLineBytes),
+                                          "--seconds", fmt(seconds, 3)})
+                          : fake_options({"rate", std::to_string(kBps), "--file", content.file.string(), "--seconds",
+                                          fmt(seconds, 3)});
+    opts.read_coalescing = std::chrono::milliseconds(coalesce_ms);
+    auto c = agenthost::process::child::spawn(io.get_executor(), std::move(opts));
+    if (!c) {
+      ++row.spawn_failures;
+      continue;
+    }
+    a->child.emplace(std::move(*c));
+    agents.push_back(std::move(a));
+  }
+  const std::int64_t t_spawned = mono_ns();
+  row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
+  for (auto& ap : agents) {
+    agent_state* a = ap.get();
+    a->read = [a, map, synthetic] {
+      a->child->async_read_lines([a, map, synthetic](error_code ec, agenthost::process::line_batch lines) {
+        const std::int64_t now = mono_ns();
+        if (ec) {
+          a->eof = true;
+          return;
+        }
+        for (const auto& l : lines) {
+          ++a->lines;
+          a->samples.emplace_back(synthetic ? parse_index(l.text) : static_cast<std::int64_t>(a->bytes), now);
+          a->bytes += l.total_bytes + 1;
+          if (map) a->mapper.on_line(l.text, a->out);
+        }
+        // A real consumer: count the messages of the read and touch their text.
+        for (const auto& m : a->out) {
+          ++a->messages;
+          if (const auto it = m.content.find("text"); it != m.content.end() && it->is_string())
+            a->text_bytes += it->get_ref<const std::string&>().size();
+        }
+        a->out.clear();
+        a->read();
+      });
+    };
+    a->read();
+    a->child->async_wait([](error_code, agenthost::process::exit_status) {});
+  }
+  // Steady-state window: from 1 s after the last spawn to 0.7 s before the first agents stop.
+  const std::int64_t window_start = t_spawned + 1000000000;
+  const std::int64_t window_end = t_spawn0 + static_cast<std::int64_t>((seconds - 0.7) * 1e9);
+  double cpu_a = 0, cpu_b = 0;
+  std::int64_t wall_a = 0, wall_b = 0;
+  asio::steady_timer ta(io), tb(io);
+  if (window_end > window_start) {
+    ta.expires_after(std::chrono::nanoseconds(window_start - mono_ns()));
+    ta.async_wait([&](error_code) {
+      cpu_a = cpu_self_seconds();
+      wall_a = mono_ns();
+    });
+    tb.expires_after(std::chrono::nanoseconds(window_end - mono_ns()));
+    tb.async_wait([&](error_code) {
+      cpu_b = cpu_self_seconds();
+      wall_b = mono_ns();
+    });
+  }
+  if (tick_ms == 0) {
+    io.run();
+  } else {
+    // A paced event loop: handle whatever is ready, then sleep. Every pipe is read at most once per tick, whatever
+    // the number of agents, instead of being woken by every write of every agent.
+    while (!io.stopped()) {
+      io.poll();
+      if (io.stopped()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(tick_ms));
+    }
+  }
+  if (wall_b > wall_a && wall_a > 0) {
+    row.window_seconds = static_cast<double>(wall_b - wall_a) / 1e9;
+    row.cpu_percent = 100 * (cpu_b - cpu_a) / row.window_seconds;
+  }
+  // Delays: each agent's start is estimated as min(receipt − position / rate), the position being the line index
+  // (synthetic, rate = lines/s) or the bytes before the line (file content, rate = BPS); lines due in the window count.
+  std::vector<double> delays;
+  std::uint64_t total_bytes = 0;
+  for (auto& a : agents) {
+    row.lines += a->lines;
+    row.messages += a->messages;
+    row.text_bytes += a->text_bytes;
+    total_bytes += a->bytes;
+    if (a->samples.empty()) continue;
+    double start = 1e300;
+    for (const auto& [i, t] : a->samples) start = std::min(start, static_cast<double>(t) - static_cast<double>(i) / lps * 1e9);
+    for (const auto& [i, t] : a->samples) {
+      const double due = start + static_cast<double>(i) / lps * 1e9;
+      if (due < static_cast<double>(window_start) || due > static_cast<double>(window_end)) continue;
+      delays.push_back(static_cast<double>(t) - due);
+    }
+  }
+  const double total_seconds = seconds;
+  row.mbps = static_cast<double>(total_bytes) / 1e6 / total_seconds;
+  row.lps = static_cast<double>(row.lines) / total_seconds;
+  if (!delays.empty()) {
+    row.p50 = percentile(delays, 50);
+    row.p99 = percentile(delays, 99);
+    row.p999 = percentile(delays, 99.9);
+    row.max = percentile(delays, 100);
+  }
+  return row;
+}
+
+}  // namespace
+
+void scale(const config& cfg, const fs::path& dir, report& rep) {
+  std::vector<scale_content> contents;
+  for (const auto& name : cfg.scale_content) contents.push_back(make_scale_content(name, dir));
+  rep.add("");
+  rep.add("### Scale (K agents × 1 MB/s on one io_context thread)");
+  rep.add("");
+  rep.add("Each agent streams 1 MB/s for " + fmt(cfg.scale_seconds, 1) +
+          " s in ≤ 1 ms batches, reaper containment; every line through child::async_read_lines and a pi_mapper (a read at a time, adjacent text deltas "
+          "merged, as the provider maps) whose messages are consumed (counted, their text size read). Content `synthetic`: fake_agent `rate 1000000 "
+          "--lines-of 100` (9,901 lines/s of 100-byte `{\"type\":\"rate\",…}` lines the mapper does not map); other "
+          "contents: `rate 1000000 --file F`, the lines of a generated pi transcript F, cycled. Host CPU: "
+          "getrusage(RUSAGE_SELF) over a steady-state window (1 s after the last spawn → 0.7 s before the end). Delay: "
+          "receipt − due time of the line, for lines due in the window; due time = the agent's start + line index / "
+          "lines per second (synthetic) or + bytes before the line / 1 MB/s (file contents: fake_agent writes a line "
+          "when its first byte is due), the agent's start estimated per agent as the least-late line. Targets at 100 "
+          "agents: CPU ≤ 10 % of one core, p99 delay ≤ 10 ms.");
+  for (const auto& c : contents) {
+    if (c.file.empty()) continue;
+    const std::size_t longest = *std::max_element(c.line_sizes.begin(), c.line_sizes.end());
+    rep.add("");
+    rep.add("Content `" + c.name + "`: " + std::to_string(c.line_sizes.size()) + " lines, " +
+            fmt(static_cast<double>(c.bytes) / 1e6, 2) + " MB, mean line " +
+            fmt(static_cast<double>(c.bytes) / static_cast<double>(c.line_sizes.size())) + " bytes, longest " +
+            std::to_string(longest) + " bytes (with the newline); at 1 MB/s " +
+            fmt(1e6 * static_cast<double>(c.line_sizes.size()) / static_cast<double>(c.bytes)) +
+            " lines/s per agent, the file cycled every " + fmt(static_cast<double>(c.bytes) / 1e6, 2) + " s.");
+  }
+  rep.add("");
+  rep.add("Rows with a tick (synthetic only): the same at the largest agent count, but the io_context thread runs a "
+          "paced loop (`poll()`, then sleep T ms) instead of `run()`: each wake-up serves every agent that has output. "
+          "Rows with `coalesce T ms`: `run()`, children spawned with `spawn_options::read_coalescing = T ms` (stdout "
+          "out of the reactor; one poll() over all pending pipes per tick).");
+  rep.add("");
+  rep.add("| content | agents | loop | spawn all | MB/s in | lines/s in | messages/s out | host CPU (% of one core) | "
+          "CPU per agent | p50 delay | p99 delay | p99.9 | max | lines received | verdict |");
+  rep.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+  struct scale_run {
+    int k, tick;
+    bool map;
+    int coalesce = 0;
+  };
+  for (const auto& content : contents) {
+    const bool synthetic = content.file.empty();
+    std::vector<scale_run> runs;
+    if (cfg.scale_plain_rows)
+      for (int k : cfg.agents) runs.push_back({k, 0, true});
+    if (!cfg.agents.empty() && cfg.scale_plain_rows && synthetic) {
+      for (int t : cfg.scale_tick_ms)
+        if (t > 0) runs.push_back({cfg.agents.back(), t, true});
+      if (cfg.scale_no_mapper_row) {
+        runs.push_back({cfg.agents.back(), 0, false});
+        for (int t : cfg.scale_tick_ms)
+          if (t > 0) runs.push_back({cfg.agents.back(), t, false});
+      }
+    }
+    if (!cfg.agents.empty()) {
+      for (int c : cfg.scale_coalesce_ms) {
+        if (c <= 0) continue;
+        for (int k : cfg.agents) runs.push_back({k, 0, true, c});
+        if (cfg.scale_no_mapper_row) runs.push_back({cfg.agents.back(), 0, false, c});
+      }
+    }
+    bool library_met = false;  // some run() row (coalescing or not) at 100 agents meets both targets
+    bool library_rows = false;
+    for (const auto& [k, tick, map, coalesce] : runs) {
+      if (g_interrupted != 0) break;
+      const scale_row r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
+      std::string verdict = "–";
+      if (k == 100 && map) {
+        const bool cpu_ok = r.cpu_percent <= 10 && r.window_seconds > 0;
+        const bool delay_ok = r.p99 <= 10e6 && r.spawn_failures == 0;
+        verdict = cpu_ok && delay_ok ? "met" : std::string("**missed**: ") + (cpu_ok ? "" : "CPU > 10 %") +
+                                                   (!cpu_ok && !delay_ok ? ", " : "") + (delay_ok ? "" : "p99 > 10 ms");
+        if (tick == 0) {
+          library_rows = true;
+          library_met = library_met || (cpu_ok && delay_ok);
+        }
+      }
+      rep.add("| " + content.name + " | " + std::to_string(k) + " | " +
+              (tick > 0 ? "tick " + std::to_string(tick) + " ms" : "run()") +
+              (coalesce > 0 ? ", coalesce " + std::to_string(coalesce) + " ms" : "") + (map ? "" : ", no mapper") +
+              " | " + fmt(r.spawn_seconds * 1e3) + " ms | " + fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | " +
+              (map ? fmt(static_cast<double>(r.messages) / cfg.scale_seconds) : "–") + " | " +
+              (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
+              (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | " + fmt_us(r.p50) + " | " +
+              fmt_us(r.p99) + " | " + fmt_us(r.p999) + " | " + fmt_us(r.max) + " | " + std::to_string(r.lines) +
+              " / " + std::to_string(r.expected) +
+              (r.spawn_failures ? " (" + std::to_string(r.spawn_failures) + " spawn failures)" : "") + " | " +
+              verdict + " |");
+    }
+    if (library_rows) rep.missed = rep.missed || !library_met;
+  }
+}
+
+}  // namespace agenthost::bench::e2e
