@@ -160,13 +160,14 @@ int run_reaper(const prepared& p, const char* executable, char* const* argv, cha
     return 127;
   }
   if (stdio == nullptr) {
-    send_message("started " + std::to_string(agent));
-    // Our copies of the agent's stdio must not keep its pipes open after the tree is gone.
+    // Our copies of the agent's stdio must not keep its pipes open after the tree is gone; dropped before "started",
+    // so that once the host's spawn completes the reaper holds none of them.
     const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull >= 0) {
       for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
       ::close(devnull);
     }
+    send_message("started " + std::to_string(agent));
   } else {
     for (int fd = 0; fd <= 2; ++fd) ::close(stdio[fd]);
     send_message_with_fd("started " + std::to_string(agent) + " " + std::to_string(::getpid()), p.self_pidfd);
