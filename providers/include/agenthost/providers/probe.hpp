@@ -205,13 +205,15 @@ void async_probe_impl(boost::asio::any_io_executor ex, agent_kind agent, probe_o
 ///   claude   features "stream_json" (`-p --output-format stream-json --verbose`), "partial_messages"
 ///            (`--include-partial-messages`), "end_of_options" (`--` before the prompt), "permission_mode"; hints when
 ///            no credentials are found (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, Bedrock/Vertex
-///            switches, or .credentials.json in $CLAUDE_CONFIG_DIR or ~/.claude).
+///            switches, .credentials.json in $CLAUDE_CONFIG_DIR or ~/.claude, or an apiKeyHelper or key in its
+///            settings.json).
 ///   codex    features "exec_json" (`codex exec --json`), "skip_git_repo_check", "ephemeral", "exec_resume"; hints when
 ///            no credentials are found (OPENAI_API_KEY, CODEX_API_KEY, auth.json or a `model_providers` table in
 ///            config.toml in $CODEX_HOME or ~/.codex). Codex's launcher is a Node.js script (engines: Node >= 16).
 ///   gemini   features "stream_json" (`--output-format stream-json`), "skip_trust", "approval_mode"; hints when no
 ///            credentials are found (GEMINI_API_KEY, GOOGLE_API_KEY, Vertex/GCA switches, oauth_creds.json or an auth
-///            type in settings.json in $GEMINI_CLI_HOME/.gemini or ~/.gemini), and when folder trust is on and the
+///            type in settings.json, or a .env with GEMINI_API_KEY in $GEMINI_CLI_HOME/.gemini or ~/.gemini), and when
+///            folder trust is on and the
 ///            working directory is not trusted in trustedFolders.json (gemini then exits 55 unless
 ///            gemini_options::skip_trust or GEMINI_CLI_TRUST_WORKSPACE=true). Runs on Node.js >= 20.
 ///   opencode features "json_format" (`opencode run --format json`), "thinking" (`--thinking`), "session"
