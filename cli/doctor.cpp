@@ -106,7 +106,6 @@ int run_doctor(const parsed& p, bool human) {
   for (std::size_t i = 0; i < selected.size(); ++i) {
     auto& cancel = cancels.emplace_back();
     start_probe(io, selected[i], p, cancel.slot(), [&, i](boost::system::error_code, providers::probe_result r) {
-      if (r.agent.empty()) r.agent = providers::to_string(selected[i]);
       results[i] = std::move(r);
       if (--pending == 0) signals.cancel();
     });
