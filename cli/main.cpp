@@ -79,7 +79,7 @@ int map_file(const cli::parsed& p, cli::renderer& render) {
   process::line_framer framer;
   auto flush = [&] {
     for (const auto& m : out) render(m);
-    out.clear();
+    mapper->recycle(out);
   };
   auto on_line = [&](const process::line_view& l) {
     if (l.oversize) mapper->on_oversize_line(l.text, l.total_bytes, out);

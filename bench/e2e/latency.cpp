@@ -75,7 +75,7 @@ std::vector<double> latency_ours(std::uint64_t n, std::uint64_t interval_us, boo
         if (t > 0) d.push_back(static_cast<double>(now - t));
         if (with_mapper) {
           mapper.on_line(l.text, out);
-          out.clear();
+          mapper.recycle(out);
         }
       }
       read();

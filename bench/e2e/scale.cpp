@@ -239,7 +239,7 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
           if (const auto it = m.content.find("text"); it != m.content.end() && it->is_string())
             a->text_bytes += it->get_ref<const std::string&>().size();
         }
-        a->out.clear();
+        a->mapper.recycle(a->out);
         a->read();
       });
     };

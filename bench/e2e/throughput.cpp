@@ -122,7 +122,7 @@ run_result run_ours(const std::vector<std::string>& args) {
         if (l.oversize) mapper.on_oversize_line(l.text, l.total_bytes, out);
         else mapper.on_line(l.text, out);
         r.messages += out.size();
-        out.clear();
+        mapper.recycle(out);
       }
       read();
     });

@@ -145,7 +145,7 @@ void run_mapper(benchmark::State& state, const bench_kind& k) {
     for (const auto& l : t.lines) {
       mapper.on_line(l, out);
       messages += out.size();
-      out.clear();  // a provider hands messages on; do not let the vector grow with the run
+      mapper.recycle(out);  // as a provider does once it has handed the messages on
     }
     mapper.finish({.status = agenthost::process::exited{0}}, out);
     if (out.empty() || out.back().type != agenthost::transport::message_type::terminal_completed ||
@@ -179,7 +179,7 @@ void run_mapper_batched(benchmark::State& state, const bench_kind& k) {
       if (read_done) in_read = 0;
       if (read_done || !can_grow) {
         messages += out.size();
-        out.clear();
+        mapper.recycle(out);
       }
     }
     mapper.finish({.status = agenthost::process::exited{0}}, out);

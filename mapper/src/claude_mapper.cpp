@@ -641,6 +641,8 @@ claude_mapper::~claude_mapper() = default;
 claude_mapper::claude_mapper(claude_mapper&&) noexcept = default;
 claude_mapper& claude_mapper::operator=(claude_mapper&&) noexcept = default;
 
+void claude_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(used); }
+
 void claude_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;
   if (!m.core.begin_line(line)) return;

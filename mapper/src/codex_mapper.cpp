@@ -200,15 +200,14 @@ struct codex_mapper::impl {
   bool text_diverged = false;
   // Ids of completed agent_message / reasoning / error / plan items: a repeated item.completed adds nothing.
   id_set done_items;
-  std::vector<std::string> held_thoughts;  // buffered reasoning, released when the turn ends
+  held_texts held_thoughts;      // buffered reasoning, released when the turn ends
   std::string last_todo;                   // the last todo list reported, so an unchanged one is not repeated
 
 
   // ---- mapping ----------------------------------------------------------------------------------------------------
 
   void release_thoughts(std::vector<message>& out) {
-    for (auto& t : held_thoughts) core.thought(out, std::move(t));
-    held_thoughts.clear();
+    held_thoughts.release([&](std::string_view t) { core.thought(out, t); });
   }
 
   void apply(std::vector<message>& out) {
@@ -282,8 +281,8 @@ struct codex_mapper::impl {
     } else if (type == "reasoning") {
       if (!completed || !it.has_text) return;  // reasoning arrives whole; a partial one waits for its completion
       if (!done_items.insert(it.id)) return;
-      if (options.thinking == thinking_mode::stream) core.thought(out, std::string(it.text));
-      else if (!it.text.empty()) held_thoughts.emplace_back(it.text);
+      if (options.thinking == thinking_mode::stream) core.thought(out, it.text);
+      else if (!it.text.empty()) held_thoughts.push(it.text);
     } else if (type == "command_execution") {
       on_command(out, completed);
     } else if (type == "file_change") {
@@ -368,29 +367,29 @@ struct codex_mapper::impl {
   void on_command(std::vector<message>& out, bool completed) {
     const x_item& it = ev.item;
     // An item seen first as item.completed still carries its command: the call is announced with its real input.
-    if (!core.tool_open(it.id)) {
-      json input(json::value_t::object);
-      put(input.get_ref<json::object_t&>(), "command", std::string(it.command));
-      core.tool_call(out, it.id, kShellTool, std::move(input));
-    }
+    // Messages written in place (object_writer): these are most of a run's messages.
+    if (!core.tool_open(it.id))
+      core.tool_call_with(out, it.id, kShellTool, [&](object_writer& input) { input.string("command", it.command); });
     if (!completed) {
       core.tool_update(out, it.id, kShellTool, it.aggregated_output);
       return;
     }
     const bool failed = it.status == "failed" || it.status == "declined" || (it.exit_code && *it.exit_code != 0);
-    std::string text(it.aggregated_output);
+    std::string failure;
+    std::string_view text = it.aggregated_output;
     if (failed && text.empty()) {
-      text = it.status == "declined" ? "the command was declined"
-             : it.exit_code          ? "the command exited with code " + std::to_string(*it.exit_code)
-                                     : "the command failed";
+      failure = it.status == "declined" ? "the command was declined"
+                : it.exit_code          ? "the command exited with code " + std::to_string(*it.exit_code)
+                                        : "the command failed";
+      text = failure;
     }
     // The rest of the item; its aggregated_output is the message's output (not repeated: it can be large).
-    json raw(json::value_t::object);
-    auto& r = raw.get_ref<json::object_t&>();
-    put(r, "command", std::string(it.command));
-    put(r, "exit_code", it.exit_code ? json(*it.exit_code) : json(nullptr));
-    put(r, "status", std::string(it.status));
-    core.tool_close(out, it.id, kShellTool, std::move(text), failed, std::move(raw));
+    core.tool_close_with(out, it.id, kShellTool, text, failed, [&](object_writer& raw) {
+      raw.string("command", it.command);
+      if (it.exit_code) raw.integer("exit_code", *it.exit_code);
+      else raw.null("exit_code");
+      raw.string("status", it.status);
+    });
   }
 
   void on_todo(std::vector<message>& out) {
@@ -455,6 +454,8 @@ codex_mapper::codex_mapper(codex_mapper_options options) : impl_(std::make_uniqu
 codex_mapper::~codex_mapper() = default;
 codex_mapper::codex_mapper(codex_mapper&&) noexcept = default;
 codex_mapper& codex_mapper::operator=(codex_mapper&&) noexcept = default;
+
+void codex_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(used); }
 
 void codex_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;

@@ -502,6 +502,8 @@ gemini_mapper::~gemini_mapper() = default;
 gemini_mapper::gemini_mapper(gemini_mapper&&) noexcept = default;
 gemini_mapper& gemini_mapper::operator=(gemini_mapper&&) noexcept = default;
 
+void gemini_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(used); }
+
 void gemini_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;
   if (!m.core.begin_line(line)) return;  // after finish(), or a blank line

@@ -25,13 +25,15 @@ using nlohmann::json;
 using transport::message;
 using transport::message_type;
 
-namespace {
-json::object_t& new_content(std::vector<message>& out, message_type type) {
-  return out.emplace_back(message{type, json(json::value_t::object)}).content.get_ref<json::object_t&>();
-}
-}  // namespace
-
 void put(json::object_t& o, const char* key, json value) { o.emplace_hint(o.end(), key, std::move(value)); }
+
+void write_input(object_writer& input, const json& value) {
+  if (value.is_object()) {
+    for (const auto& [key, member] : value.get_ref<const json::object_t&>()) input.copy(key, member);
+  } else if (!value.is_null()) {
+    input.copy("value", value);
+  }
+}
 
 json usage_sum::to_json() const {
   json u = {{"input_tokens", input},
@@ -116,17 +118,17 @@ void mapper_core::text(std::vector<message>& out, std::string_view delta) {
   if (delta.empty()) return;
   ensure_session(out);
   if (options_.merge_adjacent_text && append_to_last_text(out, delta)) return;
-  // Built in place: this is the per-token path (an initializer list costs extra copies).
-  static const std::string kText = "text";
-  message& m = out.emplace_back(message{message_type::assistant, json(json::value_t::object)});
-  auto& object = m.content.get_ref<json::object_t&>();
-  object.emplace_hint(object.end(), kText, delta);
+  object_writer c(start(out, message_type::assistant).content);
+  c.string("text", delta);
+  c.done();
 }
 
-void mapper_core::thought(std::vector<message>& out, std::string text) {
+void mapper_core::thought(std::vector<message>& out, std::string_view text) {
   if (text.empty()) return;
   ensure_session(out);
-  put(new_content(out, message_type::assistant_thought), "text", std::move(text));
+  object_writer c(start(out, message_type::assistant_thought).content);
+  c.string("text", text);
+  c.done();
 }
 
 void mapper_core::status(std::vector<message>& out, std::string_view kind, std::string_view text, json extra) {
@@ -147,27 +149,50 @@ void recent_ids::insert(std::string_view id) {
     index_.insert(ring_.back());
     return;
   }
+  // The index's node is reused (extract, not erase + insert): a full set inserts without allocating.
   std::string& slot = ring_[oldest_];
-  index_.erase(slot);
+  auto node = index_.extract(std::string_view(slot));
   slot.assign(id);
-  index_.insert(slot);
+  node.value() = slot;
+  index_.insert(std::move(node));
   oldest_ = (oldest_ + 1) % capacity_;
+}
+
+bool mapper_core::open_call(std::string_view id, std::string_view name) {
+  // The table of open calls first: it holds a few entries, the closed ids every call of the run.
+  if (open_tools_.find(id) != open_tools_.end() || closed_ids_.contains(id)) return false;
+  if (spare_tool_.empty()) {
+    open_tools_.emplace(std::string(id), tool_state{std::string(name), {}});
+  } else {
+    spare_tool_.key().assign(id);
+    spare_tool_.mapped().name.assign(name);
+    spare_tool_.mapped().last_output.clear();
+    open_tools_.insert(std::move(spare_tool_));
+  }
+  tool_order_.emplace_back(id);
+  return true;
+}
+
+json& mapper_core::start_call(std::vector<message>& out) {
+  ensure_session(out);
+  return start(out, message_type::tool_call).content;
+}
+
+void mapper_core::end_call(object_writer& c, std::string_view id, std::string_view name, bool synthesized) {
+  c.string("name", name);
+  if (synthesized) c.boolean("synthesized", true);
+  c.string("tool_call_id", id);
+  c.done();
 }
 
 void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std::string_view name, json input,
                             bool synthesized) {
-  // The table of open calls first: it holds a few entries, the closed ids every call of the run.
-  if (open_tools_.find(id) != open_tools_.end() || closed_ids_.contains(id)) return;
-  open_tools_.emplace(std::string(id), tool_state{std::string(name), {}});
-  tool_order_.emplace_back(id);
+  if (!open_call(id, name)) return;
   if (input.is_null()) input = json::object();
   else if (!input.is_object()) input = json{{"value", std::move(input)}};
-  ensure_session(out);
-  auto& c = new_content(out, message_type::tool_call);
-  put(c, "input", std::move(input));
-  put(c, "name", std::string(name));
-  if (synthesized) put(c, "synthesized", true);
-  put(c, "tool_call_id", std::string(id));
+  object_writer c(start_call(out));
+  c.value("input", std::move(input));
+  end_call(c, id, name, synthesized);
 }
 
 void mapper_core::tool_update(std::vector<message>& out, std::string_view id, std::string_view name,
@@ -181,29 +206,45 @@ void mapper_core::tool_update(std::vector<message>& out, std::string_view id, st
   tool_state& t = it->second;
   if (output == t.last_output) return;  // cumulative output: only changes are reported
   t.last_output.assign(output);
-  auto& c = new_content(out, message_type::tool_update);
-  put(c, "name", name.empty() ? t.name : std::string(name));
-  put(c, "output", std::string(output));
-  put(c, "tool_call_id", std::string(id));
+  object_writer c(start(out, message_type::tool_update).content);
+  c.string("name", name.empty() ? std::string_view(t.name) : name);
+  c.string("output", output);
+  c.string("tool_call_id", id);
+  c.done();
 }
 
-void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std::string_view name, std::string text,
-                             bool is_error, json raw) {
+mapper_core::open_tools_map::iterator mapper_core::close_target(std::vector<message>& out, std::string_view id,
+                                                                std::string_view name) {
   auto it = open_tools_.find(id);
-  if (it == open_tools_.end()) {
-    if (closed_ids_.contains(id)) return;  // a repeated result
-    tool_call(out, id, name, nullptr, true);                  // a result for a call never announced
-    it = open_tools_.find(id);
-  }
-  auto& c = new_content(out, is_error ? message_type::tool_failed : message_type::tool_completed);
+  if (it != open_tools_.end()) return it;
+  if (closed_ids_.contains(id)) return open_tools_.end();  // a repeated result
+  tool_call(out, id, name, nullptr, true);                   // a result for a call never announced
+  return open_tools_.find(id);
+}
+
+void mapper_core::begin_close(object_writer& c, open_tools_map::iterator call, std::string_view name,
+                              std::string_view text, bool is_error) {
   // Keys in order: error|output < name < raw_output < tool_call_id.
-  put(c, is_error ? "error" : "output", std::move(text));
-  put(c, "name", name.empty() ? std::move(it->second.name) : std::string(name));
-  if (!raw.is_null()) put(c, "raw_output", std::move(raw));
-  put(c, "tool_call_id", std::string(id));
-  open_tools_.erase(it);
+  c.string(is_error ? "error" : "output", text);
+  c.string("name", name.empty() ? std::string_view(call->second.name) : name);
+}
+
+void mapper_core::end_close(object_writer& c, open_tools_map::iterator call, std::string_view id) {
+  c.string("tool_call_id", id);
+  c.done();
+  spare_tool_ = open_tools_.extract(call);
   tool_order_.erase(std::remove(tool_order_.begin(), tool_order_.end(), id), tool_order_.end());
   closed_ids_.insert(id);
+}
+
+void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std::string_view name,
+                             std::string_view text, bool is_error, json raw) {
+  const auto call = close_target(out, id, name);
+  if (call == open_tools_.end()) return;
+  object_writer c(start(out, is_error ? message_type::tool_failed : message_type::tool_completed).content);
+  begin_close(c, call, name, text, is_error);
+  if (!raw.is_null()) c.value("raw_output", std::move(raw));
+  end_close(c, call, id);
 }
 
 bool mapper_core::tool_open(std::string_view id) const { return open_tools_.find(id) != open_tools_.end(); }

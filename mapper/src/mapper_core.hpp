@@ -8,6 +8,7 @@
 // Not thread-safe (one mapper, one thread). No I/O.
 #pragma once
 
+#include "message_reuse.hpp"
 #include "text_util.hpp"
 
 #include <agenthost/mapper/event_mapper.hpp>
@@ -32,6 +33,10 @@ namespace agenthost::mapper::detail {
 /// Messages on per-event paths are built this way: an initializer list first builds a two-element array per member,
 /// an allocation and a move each.
 void put(nlohmann::json::object_t& object, const char* key, nlohmann::json value);
+
+/// A tool's input as mapper_core::tool_call() takes it: an object's members; null writes nothing (the input is {});
+/// anything else is written as {"value": input}.
+void write_input(object_writer& input, const nlohmann::json& value);
 
 /// Longest status / error text copied into a message (cut on a UTF-8 boundary).
 inline constexpr std::size_t kMaxStatusBytes = 2000;
@@ -66,6 +71,36 @@ struct terminal_draft {
   std::string text{};
   /// Agent-specific fields (http_status, retryable, stop_reason, error_message, truncated…); kept as given.
   nlohmann::json content = nlohmann::json::object();
+};
+
+/// Texts held back in order (buffered thinking) in one buffer: holding one allocates nothing once the buffer has
+/// grown to a turn's thinking. Memory: the held texts.
+class held_texts {
+ public:
+  void push(std::string_view text) {
+    buffer_.append(text);
+    ends_.push_back(buffer_.size());
+  }
+  [[nodiscard]] bool empty() const noexcept { return ends_.empty(); }
+  /// Calls `f(std::string_view)` for each text in order, then holds nothing (a buffer past 1 MiB is given back).
+  template <class F>
+  void release(F&& f) {
+    std::size_t begin = 0;
+    for (const std::size_t end : ends_) {
+      f(std::string_view(buffer_).substr(begin, end - begin));
+      begin = end;
+    }
+    ends_.clear();
+    buffer_.clear();
+    if (buffer_.capacity() > (std::size_t{1} << 20)) {
+      std::string().swap(buffer_);
+      std::vector<std::size_t>().swap(ends_);
+    }
+  }
+
+ private:
+  std::string buffer_;
+  std::vector<std::size_t> ends_;
 };
 
 /// How many closed calls a mapper remembers. An agent repeats a call's events close to the call (Claude's full
@@ -128,9 +163,17 @@ class mapper_core {
   std::string model;
   usage_sum usage;
 
+  // ---- messages ------------------------------------------------------------------------------------------------------
+  /// message_pool::start: a recycled message when there is one. The content messages the core builds start here.
+  transport::message& start(std::vector<transport::message>& out, transport::message_type type) {
+    return pool_.start(out, type);
+  }
+  /// event_mapper::recycle.
+  void recycle(std::vector<transport::message>& used) noexcept { pool_.recycle(used); }
+
   // ---- content -------------------------------------------------------------------------------------------------------
   void text(std::vector<transport::message>& out, std::string_view delta);
-  void thought(std::vector<transport::message>& out, std::string text);
+  void thought(std::vector<transport::message>& out, std::string_view text);
   /// status {kind, text, ...extra}; text cut at kMaxStatusBytes.
   void status(std::vector<transport::message>& out, std::string_view kind, std::string_view text,
               nlohmann::json extra = nlohmann::json::object());
@@ -140,13 +183,38 @@ class mapper_core {
   /// {"value": input}; null becomes {}.
   void tool_call(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                  nlohmann::json input, bool synthesized = false);
+  /// tool.call whose input `fill_input(object_writer&)` writes in place (keys in ascending order).
+  template <class FillInput>
+  void tool_call_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+                      FillInput&& fill_input) {
+    if (!open_call(id, name)) return;
+    object_writer c(start_call(out));
+    object_writer input = c.object("input");
+    fill_input(input);
+    input.done();
+    end_call(c, id, name, false);
+  }
   /// tool.update with the cumulative output; unchanged output is not repeated. An unknown id gets a synthesized call.
   void tool_update(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                    std::string_view output);
   /// tool.completed (output) or tool.failed (error); a second close of the same id is ignored; an unknown id gets a
   /// synthesized call first. `raw` (when not null) is kept as raw_output. An empty name uses the call's name.
   void tool_close(std::vector<transport::message>& out, std::string_view id, std::string_view name,
-                  std::string text, bool is_error, nlohmann::json raw = nullptr);
+                  std::string_view text, bool is_error, nlohmann::json raw = nullptr);
+  /// tool_close whose raw_output `fill_raw(object_writer&)` writes in place (keys in ascending order).
+  template <class FillRaw>
+  void tool_close_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+                       std::string_view text, bool is_error, FillRaw&& fill_raw) {
+    const auto call = close_target(out, id, name);
+    if (call == open_tools_.end()) return;
+    object_writer c(start(out, is_error ? transport::message_type::tool_failed
+                                        : transport::message_type::tool_completed).content);
+    begin_close(c, call, name, text, is_error);
+    object_writer raw = c.object("raw_output");
+    fill_raw(raw);
+    raw.done();
+    end_close(c, call, id);
+  }
   [[nodiscard]] bool tool_open(std::string_view id) const;
   [[nodiscard]] std::size_t open_tool_count() const noexcept;
   /// The name a known call was announced with (empty when unknown).
@@ -176,13 +244,27 @@ class mapper_core {
     std::string name;
     std::string last_output;
   };
+  using open_tools_map = std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>>;
+  // The pieces of tool_call / tool_close around the part the caller fills.
+  bool open_call(std::string_view id, std::string_view name);
+  nlohmann::json& start_call(std::vector<transport::message>& out);
+  static void end_call(object_writer& c, std::string_view id, std::string_view name, bool synthesized);
+  open_tools_map::iterator close_target(std::vector<transport::message>& out, std::string_view id,
+                                        std::string_view name);
+  static void begin_close(object_writer& c, open_tools_map::iterator call, std::string_view name,
+                          std::string_view text, bool is_error);
+  void end_close(object_writer& c, open_tools_map::iterator call, std::string_view id);
+
+  message_pool pool_;
   core_options options_;
   mapper_stats stats_;
   std::vector<std::string> invalid_lines_;
   std::string session_id_;
   bool session_emitted_ = false;
   bool finish_called_ = false;
-  std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>> open_tools_;
+  open_tools_map open_tools_;
+  // The node of the last closed call, reused for the next call (a call and its close allocate nothing).
+  open_tools_map::node_type spare_tool_;
   std::vector<std::string> tool_order_;  // open calls in call order, for closing at finish
   // Ids of the most recently closed calls: a repeated result or update of such a call is ignored. Looked up only
   // when an id is not open: a call and its result cost one lookup here (at the call) and one insert.

@@ -3,6 +3,8 @@
 
 #include "raw_scan.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -190,11 +192,25 @@ const char* raw_to_json(const char* p, const char* end, nlohmann::json& out, int
     const char* q = p + word.size();
     return q == end || raw::is_delimiter(*q) ? q : nullptr;
   };
+  // `out` is refilled in place: a mapper converts the same shapes line after line (a tool's input, its metadata), and
+  // reusing the previous line's members and buffers saves an allocation per member and per string.
   switch (*p) {
     case '{': {
-      out = nlohmann::json::object();
+      const char* const start = p;
+      if (!out.is_object()) out = nlohmann::json(nlohmann::json::value_t::object);
+      auto& object = out.get_ref<nlohmann::json::object_t&>();
+      // Over a previous value, the members written are noted, to drop its other members at the end; an object of
+      // more members than that starts empty instead.
+      constexpr std::size_t kTracked = 32;
+      std::array<const nlohmann::json*, kTracked> written{};
+      std::size_t count = 0;
+      if (object.size() > kTracked) object.clear();
+      const bool reuse = !object.empty();
       ++p;
-      if (p != end && *p == '}') return p + 1;
+      if (p != end && *p == '}') {
+        object.clear();
+        return p + 1;
+      }
       for (;;) {
         if (p == end || *p != '"') return nullptr;
         const char* key_end = nullptr;
@@ -202,35 +218,58 @@ const char* raw_to_json(const char* p, const char* end, nlohmann::json& out, int
         const char* const key_begin = p + 1;
         p = raw::scan_string(p, end, key_end, escaped);
         if (p == nullptr || escaped || p == end || *p != ':') return nullptr;
-        nlohmann::json child;
-        p = raw_to_json(p + 1, end, child, depth + 1);
-        if (p == nullptr) return nullptr;
+        const std::string_view key(key_begin, static_cast<std::size_t>(key_end - key_begin));
+        auto it = object.find(key);
+        if (it == object.end()) it = object.emplace(std::string(key), nullptr).first;
         // As to_json(): a repeated key keeps its last value.
-        out[std::string(key_begin, static_cast<std::size_t>(key_end - key_begin))] = std::move(child);
+        p = raw_to_json(p + 1, end, it->second, depth + 1);
+        if (p == nullptr) return nullptr;
+        if (reuse && std::find(written.begin(), written.begin() + count, &it->second) == written.begin() + count) {
+          if (count == kTracked) {
+            object.clear();
+            return raw_to_json(start, end, out, depth);  // more members than noted: convert again into an empty one
+          }
+          written[count++] = &it->second;
+        }
         if (p == end) return nullptr;
-        if (*p == '}') return p + 1;
+        if (*p == '}') break;
         if (*p++ != ',') return nullptr;
       }
+      if (reuse && count != object.size()) {
+        for (auto it = object.begin(); it != object.end();) {
+          if (std::find(written.begin(), written.begin() + count, &it->second) == written.begin() + count)
+            it = object.erase(it);
+          else
+            ++it;
+        }
+      }
+      return p + 1;
     }
     case '[': {
-      out = nlohmann::json::array();
+      if (!out.is_array()) out = nlohmann::json(nlohmann::json::value_t::array);
+      auto& array = out.get_ref<nlohmann::json::array_t&>();
+      std::size_t count = 0;
       ++p;
-      if (p != end && *p == ']') return p + 1;
+      if (p != end && *p == ']') {
+        array.clear();
+        return p + 1;
+      }
       for (;;) {
-        nlohmann::json child;
-        p = raw_to_json(p, end, child, depth + 1);
+        if (count == array.size()) array.emplace_back();
+        p = raw_to_json(p, end, array[count++], depth + 1);
         if (p == nullptr) return nullptr;
-        out.push_back(std::move(child));
         if (p == end) return nullptr;
-        if (*p == ']') return p + 1;
+        if (*p == ']') break;
         if (*p++ != ',') return nullptr;
       }
+      array.resize(count);
+      return p + 1;
     }
     case '"': {
-      std::string s;
-      p = scan_unescape_append(p, end, s);
-      if (p != nullptr) out = std::move(s);
-      return p;
+      if (!out.is_string()) out = nlohmann::json(nlohmann::json::value_t::string);
+      auto& s = out.get_ref<std::string&>();
+      s.clear();
+      return scan_unescape_append(p, end, s);
     }
     case 't':
       out = true;

@@ -91,6 +91,7 @@ struct opencode_mapper::impl {
   const simdjson::implementation* utf8 = utf8_kernel();  // for validate_utf8 without a dispatch per line
   std::string fast_session, fast_part_session, fast_part_id, fast_message_id, fast_text, fast_reason;
   std::string fast_tool, fast_call, fast_status, fast_title;
+  json fast_input, fast_metadata;  // converted in place (raw_to_json), reusing an earlier tool event's values
 
   // ---- run state --------------------------------------------------------------------------------------------------
   bool finished = false;        // a final step_finish or an error since the last step_start
@@ -107,7 +108,7 @@ struct opencode_mapper::impl {
   // O(parts of one step), not O(run) — and the set stays small, which keeps this lookup cheap.
   std::string seen_message;
   std::unordered_set<std::string, string_hash, std::equal_to<>> seen_parts;
-  std::vector<std::string> held_thoughts;  // buffered reasoning, released when the run's final step ends
+  held_texts held_thoughts;      // buffered reasoning, released when the run's final step ends
 
 
   error_code parse_tokens(od::object& obj) {
@@ -228,8 +229,8 @@ struct opencode_mapper::impl {
     if (kind == event_kind::tool_use) {
       if (!literal(R"("type":"tool","tool":)") || !string(fast_tool) || !literal(R"(,"callID":)") ||
           !string(fast_call) || !literal(R"(,"state":{"status":)") || !string(fast_status) ||
-          !literal(R"(,"input":)") || (p = raw_to_json(p, end, e.input)) == nullptr || !literal(R"(,"output":)") ||
-          !string(fast_text) || !literal(R"(,"metadata":)") || (p = raw_to_json(p, end, e.metadata)) == nullptr ||
+          !literal(R"(,"input":)") || (p = raw_to_json(p, end, fast_input)) == nullptr || !literal(R"(,"output":)") ||
+          !string(fast_text) || !literal(R"(,"metadata":)") || (p = raw_to_json(p, end, fast_metadata)) == nullptr ||
           !literal(R"(,"title":)") || !string(fast_title) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
           !literal(R"(,"end":)") || !integer(ignored) || !literal(R"(}},"id":)") || !string(fast_part_id) ||
           !literal(R"(,"sessionID":)") || !string(fast_part_session) || !literal(R"(,"messageID":)") ||
@@ -289,6 +290,13 @@ struct opencode_mapper::impl {
     e.session_id = fast_session;
     e.part_id = fast_part_id;
     e.message_id = fast_message_id;
+    if (kind == event_kind::tool_use) {
+      // The event takes the values converted in place; the previous event's values are the next line's to refill.
+      e.input.swap(fast_input);
+      e.metadata.swap(fast_metadata);
+      fast_input = std::move(ev.input);
+      fast_metadata = std::move(ev.metadata);
+    }
     ev = std::move(e);
     return true;
   }
@@ -351,8 +359,7 @@ struct opencode_mapper::impl {
   // ---- mapping ----------------------------------------------------------------------------------------------------
 
   void release_thoughts(std::vector<message>& out) {
-    for (auto& t : held_thoughts) core.thought(out, std::move(t));
-    held_thoughts.clear();
+    held_thoughts.release([&](std::string_view t) { core.thought(out, t); });
   }
 
   /// False when the part was mapped already (a repeated line); parts without an id are always new.
@@ -383,8 +390,8 @@ struct opencode_mapper::impl {
         break;
       case event_kind::reasoning:
         if (!first_time(ev.part_id)) break;
-        if (options.thinking == thinking_mode::stream) core.thought(out, std::string(ev.text));
-        else if (!ev.text.empty()) held_thoughts.emplace_back(ev.text);
+        if (options.thinking == thinking_mode::stream) core.thought(out, ev.text);
+        else if (!ev.text.empty()) held_thoughts.push(ev.text);
         break;
       case event_kind::text:
         if (!first_time(ev.part_id)) break;
@@ -409,17 +416,20 @@ struct opencode_mapper::impl {
     // The model's call id names the call; the part id stands in if opencode ever leaves it out.
     const std::string_view id = ev.call_id.empty() ? ev.part_id : ev.call_id;
     const std::string_view name = ev.tool.empty() ? std::string_view("tool") : ev.tool;
-    core.tool_call(out, id, name, std::move(ev.input));  // ev is refilled by the next line
+    // Copied into the messages in place (object_writer): the event's values are refilled by a later line.
+    core.tool_call_with(out, id, name, [&](object_writer& input) { write_input(input, ev.input); });
     // opencode prints a tool part only once it is completed or failed; another status leaves the call open (closed
     // by a later line, or by finish()).
     if (ev.status != "completed" && ev.status != "error") return;
     const bool is_error = ev.status == "error";
-    std::string text(is_error ? ev.error_text : ev.output);
+    std::string_view text = is_error ? ev.error_text : ev.output;
     if (is_error && text.empty()) text = "the tool failed";
-    json raw = {{"status", std::string(ev.status)}, {"metadata", std::move(ev.metadata)}};
-    if (!ev.title.empty()) raw["title"] = std::string(ev.title);
-    if (is_error && !ev.output.empty()) raw["output"] = std::string(ev.output);
-    core.tool_close(out, id, name, std::move(text), is_error, std::move(raw));
+    core.tool_close_with(out, id, name, text, is_error, [&](object_writer& raw) {
+      raw.copy("metadata", ev.metadata);
+      if (is_error && !ev.output.empty()) raw.string("output", ev.output);
+      raw.string("status", ev.status);
+      if (!ev.title.empty()) raw.string("title", ev.title);
+    });
   }
 
   void on_step_finish(std::vector<message>& out) {
@@ -507,6 +517,8 @@ opencode_mapper::opencode_mapper(opencode_mapper_options options)
 opencode_mapper::~opencode_mapper() = default;
 opencode_mapper::opencode_mapper(opencode_mapper&&) noexcept = default;
 opencode_mapper& opencode_mapper::operator=(opencode_mapper&&) noexcept = default;
+
+void opencode_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(used); }
 
 void opencode_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;

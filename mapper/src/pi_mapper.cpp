@@ -54,18 +54,18 @@ void pi_mapper::impl::emit_text(std::vector<message>& out, std::string_view text
   ensure_session(out);
   message_visible.append(text);
   if (options.merge_adjacent_text && append_to_last_text(out, text)) return;
-  // Built in place (an initializer list costs extra copies on this per-token path): the message, then its one
-  // member, whose key is copied from a static string (no strlen) and whose value is built from the view.
-  static const std::string kText = "text";
-  message& m = out.emplace_back(message{message_type::assistant, json(json::value_t::object)});
-  auto& object = m.content.get_ref<json::object_t&>();
-  object.emplace_hint(object.end(), kText, text);
+  // Refilled in place (a recycled message: no allocation on this per-token path).
+  detail::object_writer c(pool.start(out, message_type::assistant).content);
+  c.string("text", text);
+  c.done();
 }
 
-void pi_mapper::impl::emit_thought(std::vector<message>& out, std::string text) {
+void pi_mapper::impl::emit_thought(std::vector<message>& out, std::string_view text) {
   if (text.empty()) return;
   ensure_session(out);
-  emit(out, message_type::assistant_thought, json{{"text", std::move(text)}});
+  detail::object_writer c(pool.start(out, message_type::assistant_thought).content);
+  c.string("text", text);
+  c.done();
 }
 
 void pi_mapper::impl::status(std::vector<message>& out, std::string_view kind, std::string text, json extra) {
@@ -249,6 +249,8 @@ pi_mapper::pi_mapper(pi_mapper_options options) : impl_(std::make_unique<impl>(s
 pi_mapper::~pi_mapper() = default;
 pi_mapper::pi_mapper(pi_mapper&&) noexcept = default;
 pi_mapper& pi_mapper::operator=(pi_mapper&&) noexcept = default;
+
+void pi_mapper::recycle(std::vector<message>& used) { impl_->pool.recycle(used); }
 
 void pi_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;

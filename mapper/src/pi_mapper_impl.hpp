@@ -197,11 +197,14 @@ struct pi_mapper::impl {
   // invalid output
   std::vector<std::string> invalid_lines;
 
+  // messages handed back (pi_mapper::recycle), refilled by emit_text / emit_thought / tool_update
+  detail::message_pool pool;
+
   // ---- emission (pi_mapper.cpp) -------------------------------------------------------------------------------------
   static void emit(std::vector<message>& out, message_type type, json content);
   void ensure_session(std::vector<message>& out);
   void emit_text(std::vector<message>& out, std::string_view text);
-  void emit_thought(std::vector<message>& out, std::string text);
+  void emit_thought(std::vector<message>& out, std::string_view text);
   void status(std::vector<message>& out, std::string_view kind, std::string text, json extra = json::object());
 
   // ---- assistant text (pi_mapper_text.cpp) --------------------------------------------------------------------------

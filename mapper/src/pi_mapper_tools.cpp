@@ -38,13 +38,12 @@ void pi_mapper::impl::tool_update(std::vector<message>& out, std::string_view id
   tool_state& t = it->second;
   if (t.closed) return;
   if (output == t.last_output) return;  // partialResult is cumulative: only changes are reported
-  // Built in place, members in key order (an initializer list would copy the output twice more).
-  static const std::string kName = "name", kOutput = "output", kToolCallId = "tool_call_id";
-  message& m = out.emplace_back(message{message_type::tool_update, json(json::value_t::object)});
-  auto& object = m.content.get_ref<json::object_t&>();
-  object.emplace_hint(object.end(), kName, name.empty() ? std::string_view(t.name) : name);
-  object.emplace_hint(object.end(), kOutput, output);
-  object.emplace_hint(object.end(), kToolCallId, id);
+  // Refilled in place, members in key order (a recycled message: no allocation while the output fits its buffer).
+  detail::object_writer c(pool.start(out, message_type::tool_update).content);
+  c.string("name", name.empty() ? std::string_view(t.name) : name);
+  c.string("output", output);
+  c.string("tool_call_id", id);
+  c.done();
   if (owned != nullptr) {
     t.last_output.swap(*owned);
   } else {

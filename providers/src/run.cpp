@@ -244,7 +244,10 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
 
   // Passes queued messages to the caller; false when the run is over (terminal delivered, or the callback threw).
   bool deliver() {
+    // The batch is a local (a callback that cancels can re-enter deliver() through finish); out_ takes the spare
+    // vector's capacity, and the delivered messages go back to the mapper for reuse.
     auto batch = std::move(out_);
+    out_ = std::move(spare_);
     out_.clear();
     for (auto& m : batch) {
       if (completed_) return false;
@@ -261,6 +264,9 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
         return false;
       }
     }
+    if (mapper_) mapper_->recycle(batch);
+    batch.clear();
+    if (spare_.capacity() == 0) spare_ = std::move(batch);
     return true;
   }
 
@@ -303,6 +309,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   std::optional<process::child> child_;
   asio::steady_timer first_event_timer_, idle_timer_, deadline_timer_, linger_timer_, drain_timer_, eof_timer_;
   std::vector<message> out_;
+  std::vector<message> spare_;  // an emptied batch, kept for its capacity
   std::optional<process::exit_status> status_;
   bool got_line_ = false;
   bool stdout_done_ = false;

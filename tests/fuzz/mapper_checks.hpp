@@ -113,6 +113,53 @@ inline std::vector<message> map_lines(event_mapper& mapper, const run_end& end,
   return out;
 }
 
+/// As map_lines(), but the messages are taken after every line (so text deltas of two lines are never merged), then
+/// dropped (`recycle` false) or handed back with recycle() — every third one modified first (an added member, a text
+/// of another type, a content that is no object): the mapper refills them.
+inline std::vector<message> map_lines_per_line(event_mapper& mapper, const run_end& end,
+                                               const std::vector<std::string_view>& lines, bool recycle) {
+  std::vector<message> seen, out;
+  std::size_t n = 0;
+  auto take = [&] {
+    seen.insert(seen.end(), out.begin(), out.end());
+    if (!recycle) {
+      out.clear();
+      return;
+    }
+    for (auto& m : out) {
+      switch (n++ % 3) {
+        case 0: m.content["zz_added"] = true; break;
+        case 1: m.content["text"] = 7; break;
+        default: m.content = nlohmann::json::array({1}); break;
+      }
+    }
+    mapper.recycle(out);
+  };
+  for (const std::string_view l : lines) {
+    if (!l.empty() && l[0] == '\x01') {
+      mapper.on_oversize_line(l.substr(1), l.size() + (std::size_t{64} << 20), out);
+    } else {
+      mapper.on_line(l, out);
+    }
+    take();
+  }
+  mapper.finish(end, out);
+  take();
+  return seen;
+}
+
+/// The messages that differ between two runs, one pair per line.
+inline std::string diff(const std::vector<message>& a, const std::vector<message>& b) {
+  std::string d;
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string x = i < a.size() ? a[i].to_json_line() : "(none)";
+    const std::string y = i < b.size() ? b[i].to_json_line() : "(none)";
+    if (x != y) d += "\n  #" + std::to_string(i) + " first:  " + x.substr(0, 300) + "\n  #" + std::to_string(i) +
+                     " second: " + y.substr(0, 300);
+  }
+  return d;
+}
+
 /// The output with the terminal's invalid_output_lines replaced by their number (for comparing runs whose invalid
 /// lines differ only in their bytes).
 inline std::vector<message> without_invalid_line_text(std::vector<message> out) {
@@ -123,7 +170,8 @@ inline std::vector<message> without_invalid_line_text(std::vector<message> out) 
   return out;
 }
 
-/// Feeds `lines` to a mapper from `make`, finishes with `end`, checks every property, then the metamorphic one: the
+/// Feeds `lines` to a mapper from `make`, finishes with `end`, checks every property, then that handing the messages
+/// back after every line (recycle) changes nothing, then the metamorphic one: the
 /// same lines with a space after their opening '{' (the same JSON) map to the same messages. The mappers' fast paths
 /// only take lines that start exactly with `{"type":…` (or another key), so the variant runs every event through the
 /// On-Demand path: this compares the fast paths (and their memoized prefixes) with it. `after_finish` is a valid
@@ -148,6 +196,13 @@ inline void map_and_check(const std::function<std::unique_ptr<event_mapper>()>& 
   AGENTHOST_FUZZ_CHECK(out.size() == n, "lines after finish() produced messages");
   out.resize(n);
 
+  // Recycled messages (refilled in place) must give exactly the same messages.
+  const auto dropping = make();
+  const auto recycling = make();
+  const auto dropped = map_lines_per_line(*dropping, end, lines, false);
+  if (const auto r = map_lines_per_line(*recycling, end, lines, true); r != dropped)
+    fail("recycled messages map differently:" + diff(dropped, r));
+
   std::vector<std::string> spaced;
   spaced.reserve(lines.size());
   for (const std::string_view l : lines)
@@ -157,16 +212,7 @@ inline void map_and_check(const std::function<std::unique_ptr<event_mapper>()>& 
   const auto slow = make();
   const auto a = without_invalid_line_text(std::move(out));
   const auto b = without_invalid_line_text(map_lines(*slow, end, spaced_views));
-  if (a != b) {
-    std::string diff;
-    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-      const std::string x = i < a.size() ? a[i].to_json_line() : "(none)";
-      const std::string y = i < b.size() ? b[i].to_json_line() : "(none)";
-      if (x != y) diff += "\n  #" + std::to_string(i) + " as is:    " + x.substr(0, 300) + "\n  #" + std::to_string(i) +
-                          " spaced:   " + y.substr(0, 300);
-    }
-    fail("the same events with a space after '{' map differently (fast path vs On-Demand):" + diff);
-  }
+  if (a != b) fail("the same events with a space after '{' map differently (fast path vs On-Demand):" + diff(a, b));
 }
 
 /// The pi mapper with `o`.

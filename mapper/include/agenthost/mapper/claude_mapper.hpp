@@ -76,6 +76,7 @@ class claude_mapper final : public event_mapper {
   /// failed/exited, exit 0 → failed/no_terminal_event. Exit code 0 alone never means success. Idempotent.
   void finish(const run_end& end, std::vector<transport::message>& out) override;
   [[nodiscard]] const mapper_stats& stats() const noexcept override;
+  void recycle(std::vector<transport::message>& used) override;
 
   /// The session id Claude reported (empty before its init event).
   [[nodiscard]] const std::string& session_id() const noexcept;

@@ -67,6 +67,7 @@ class codex_mapper final : public event_mapper {
   /// failed/no_terminal_event. Idempotent: a second call appends nothing.
   void finish(const run_end& end, std::vector<transport::message>& out) override;
   [[nodiscard]] const mapper_stats& stats() const noexcept override;
+  void recycle(std::vector<transport::message>& used) override;
 
   /// The thread id from `thread.started` (empty before it).
   [[nodiscard]] const std::string& session_id() const noexcept;

@@ -78,6 +78,7 @@ class gemini_mapper final : public event_mapper {
   /// failed/no_terminal_event. Idempotent.
   void finish(const run_end& end, std::vector<transport::message>& out) override;
   [[nodiscard]] const mapper_stats& stats() const noexcept override;
+  void recycle(std::vector<transport::message>& used) override;
 
   /// The session id from gemini's `init` event (empty before it).
   [[nodiscard]] const std::string& session_id() const noexcept;

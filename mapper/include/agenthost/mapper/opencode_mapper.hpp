@@ -69,6 +69,7 @@ class opencode_mapper final : public event_mapper {
   /// otherwise failed/no_terminal_event. Idempotent: a second call appends nothing.
   void finish(const run_end& end, std::vector<transport::message>& out) override;
   [[nodiscard]] const mapper_stats& stats() const noexcept override;
+  void recycle(std::vector<transport::message>& used) override;
 
   /// The session id from the first event that carried one (empty before it).
   [[nodiscard]] const std::string& session_id() const noexcept;

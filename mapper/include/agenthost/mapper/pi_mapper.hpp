@@ -77,6 +77,7 @@ class pi_mapper final : public event_mapper {
   /// never finished. Exit code 0 alone never means success.
   void finish(const run_end& end, std::vector<transport::message>& out) override;
   [[nodiscard]] const mapper_stats& stats() const noexcept override;
+  void recycle(std::vector<transport::message>& used) override;
 
   /// The session id from pi's header (empty before it).
   [[nodiscard]] const std::string& session_id() const noexcept;

@@ -1,0 +1,318 @@
+// event_mapper::recycle: handing consumed messages back changes nothing in what a mapper emits (every recorded
+// transcript of every agent, also when the consumer modified the messages it handed back), reuses their storage, and
+// keeps no large buffer. And object_writer, which refills a recycled message's content in place.
+#include "mapper_test_util.hpp"
+#include "message_reuse.hpp"
+#include "ondemand_util.hpp"
+
+#include <agenthost/mapper/claude_mapper.hpp>
+#include <agenthost/mapper/codex_mapper.hpp>
+#include <agenthost/mapper/gemini_mapper.hpp>
+#include <agenthost/mapper/opencode_mapper.hpp>
+#include <agenthost/mapper/pi_mapper.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+namespace agenthost::mapper::test {
+namespace {
+
+using detail::object_writer;
+namespace fs = std::filesystem;
+
+// ---- object_writer --------------------------------------------------------------------------------------------------
+
+TEST(ObjectWriter, FillsAnEmptyObject) {
+  json j = json::object();
+  object_writer w(j);
+  w.string("a", "x");
+  w.integer("b", 7);
+  w.boolean("c", true);
+  w.null("d");
+  w.value("e", json::array({1, 2}));
+  w.done();
+  EXPECT_EQ(j, json::parse(R"({"a":"x","b":7,"c":true,"d":null,"e":[1,2]})"));
+}
+
+TEST(ObjectWriter, OverwritesInPlaceAndKeepsTheStringBuffer) {
+  json j = {{"name", std::string(100, 'n')}, {"tool_call_id", "id-1"}};
+  const char* buffer = j["name"].get_ref<const std::string&>().data();
+  object_writer w(j);
+  w.string("name", "a shorter name, past the small-string size");
+  w.string("tool_call_id", "id-2");
+  w.done();
+  EXPECT_EQ(j, json::parse(R"({"name":"a shorter name, past the small-string size","tool_call_id":"id-2"})"));
+  EXPECT_EQ(j["name"].get_ref<const std::string&>().data(), buffer);  // refilled, not reallocated
+}
+
+TEST(ObjectWriter, RemovesWhatItDoesNotWriteBeforeBetweenAndAfter) {
+  json j = {{"a", 1}, {"b", 2}, {"c", 3}, {"d", 4}, {"e", 5}, {"f", 6}};
+  object_writer w(j);
+  w.integer("b", 20);  // "a" before it goes
+  w.integer("d", 40);  // "c" between goes
+  w.done();            // "e" and "f" after go
+  EXPECT_EQ(j, json::parse(R"({"b":20,"d":40})"));
+}
+
+TEST(ObjectWriter, InsertsMissingMembersInOrder) {
+  json j = {{"b", 2}, {"d", 4}};
+  object_writer w(j);
+  w.integer("a", 1);
+  w.integer("b", 22);
+  w.integer("c", 3);
+  w.integer("e", 5);
+  w.done();  // "d" was skipped over by "e": removed
+  EXPECT_EQ(j, json::parse(R"({"a":1,"b":22,"c":3,"e":5})"));
+}
+
+TEST(ObjectWriter, ReplacesValuesOfAnotherTypeAndNonObjects) {
+  json j = json::array({1, 2, 3});
+  {
+    object_writer w(j);
+    w.string("text", "hello");
+    w.done();
+  }
+  EXPECT_EQ(j, json::parse(R"({"text":"hello"})"));
+  j = {{"input", "not an object"}, {"text", 42}};
+  object_writer w(j);
+  object_writer input = w.object("input");
+  input.string("command", "ls");
+  input.done();
+  w.string("text", "now a string");
+  w.done();
+  EXPECT_EQ(j, json::parse(R"({"input":{"command":"ls"},"text":"now a string"})"));
+}
+
+TEST(ObjectWriter, RefillsNestedObjects) {
+  json j = json::parse(R"({"raw_output":{"command":"ls","exit_code":null,"extra":true,"status":"in_progress"}})");
+  object_writer w(j);
+  object_writer raw = w.object("raw_output");
+  raw.string("command", "make");
+  raw.integer("exit_code", 2);
+  raw.string("status", "failed");
+  raw.done();
+  w.done();
+  EXPECT_EQ(j, json::parse(R"({"raw_output":{"command":"make","exit_code":2,"status":"failed"}})"));
+}
+
+TEST(ObjectWriter, RetainedBytesAreBounded) {
+  std::size_t budget = 1024;
+  EXPECT_TRUE(detail::retains_at_most(json{{"text", "short"}}, budget));
+  EXPECT_LT(budget, 1024U);
+  budget = 1024;
+  EXPECT_FALSE(detail::retains_at_most(json{{"text", std::string(2000, 'x')}}, budget));
+  budget = 1024;
+  EXPECT_FALSE(detail::retains_at_most(json{{"a", {{"b", json::array({std::string(2000, 'x')})}}}}, budget));
+  budget = 1024;
+  json many = json::array();
+  for (int i = 0; i < 200; ++i) many.push_back(i);
+  EXPECT_FALSE(detail::retains_at_most(json{{"items", many}}, budget));  // elements count too
+}
+
+// ---- raw_to_json refills its target in place (the OpenCode fast path converts each tool's input into the last one) -
+
+TEST(RawToJson, RefillingGivesWhatAFreshConversionGives) {
+  std::string forty = "{";
+  for (int i = 0; i < 40; ++i) forty += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  forty += "}";
+  const std::vector<std::string> texts = {
+      R"({"a":1,"b":"xx","c":[1,2,3]})",
+      R"({"b":"y","d":{"e":null}})",             // a and c go
+      R"({"a":"s","b":false,"a":{"x":1}})",       // a repeated key keeps its last value
+      R"([1,"two",{"three":3},[4]])",             // an object becomes an array
+      R"([true])",                                // which shrinks
+      R"({"z":1})",
+      forty,                                      // more members than the refill notes: converted again
+      forty,                                      // over an object of that many members: starts empty
+      R"({})",
+      R"("just a string")",
+      R"({"nested":{"deep":[{"a":1},{"b":2}],"keep":"k"}})",
+      R"({"nested":{"deep":[{"b":3}]}})",
+  };
+  json target;
+  for (const auto& text : texts) {
+    const char* end = text.data() + text.size();
+    ASSERT_EQ(detail::raw_to_json(text.data(), end, target), end) << text;
+    EXPECT_EQ(target, json::parse(text)) << text;
+  }
+  const std::string fraction = R"({"a":1.5})";  // not the raw path's: the caller lets On-Demand convert it
+  EXPECT_EQ(detail::raw_to_json(fraction.data(), fraction.data() + fraction.size(), target), nullptr);
+}
+
+// ---- mappers --------------------------------------------------------------------------------------------------------
+
+struct agent_case {
+  std::string dir;  // under fixtures/
+  std::function<std::unique_ptr<event_mapper>(thinking_mode, bool merge)> make;
+};
+
+std::vector<agent_case> agents() {
+  return {
+      {"claude-code/recorded",
+       [](thinking_mode t, bool m) {
+         return std::make_unique<claude_mapper>(claude_mapper_options{.thinking = t, .merge_adjacent_text = m});
+       }},
+      {"codex/recorded",
+       [](thinking_mode t, bool m) {
+         return std::make_unique<codex_mapper>(codex_mapper_options{.thinking = t, .merge_adjacent_text = m});
+       }},
+      {"gemini/recorded",
+       [](thinking_mode t, bool m) {
+         return std::make_unique<gemini_mapper>(gemini_mapper_options{.thinking = t, .merge_adjacent_text = m});
+       }},
+      {"opencode/recorded",
+       [](thinking_mode t, bool m) {
+         return std::make_unique<opencode_mapper>(opencode_mapper_options{.thinking = t, .merge_adjacent_text = m});
+       }},
+      {"pi/recorded",
+       [](thinking_mode t, bool m) {
+         return std::make_unique<pi_mapper>(pi_mapper_options{.thinking = t, .merge_adjacent_text = m});
+       }},
+      {"pi",  // the format-edge transcripts (thinking, errors, delta-only, RPC abort)
+       [](thinking_mode t, bool m) {
+         return std::make_unique<pi_mapper>(pi_mapper_options{.thinking = t, .merge_adjacent_text = m});
+       }},
+  };
+}
+
+std::vector<fs::path> transcripts(const std::string& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(AGENTHOST_FIXTURES_DIR) / dir))
+    if (e.path().extension() == ".jsonl") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+enum class hand_back { clear, recycle, recycle_modified };
+
+/// What a consumer sees: the lines mapped, the messages taken every `every` lines (and at the end), then handed back
+/// as `how` says — a modified message has an extra member, a text of another type, or is no object at all.
+std::vector<message> consume(event_mapper& mapper, const std::vector<std::string>& lines, std::size_t every,
+                             hand_back how) {
+  std::vector<message> seen, out;
+  auto take = [&] {
+    seen.insert(seen.end(), out.begin(), out.end());
+    if (how == hand_back::clear) {
+      out.clear();
+      return;
+    }
+    if (how == hand_back::recycle_modified) {
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (i % 3 == 0) out[i].content["zz_added_by_the_consumer"] = 1;
+        else if (i % 3 == 1) out[i].content["text"] = 42;
+        else out[i].content = json::array({"not", "an", "object"});
+      }
+    }
+    mapper.recycle(out);
+    EXPECT_TRUE(out.empty());
+  };
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    mapper.on_line(lines[i], out);
+    if ((i + 1) % every == 0) take();
+  }
+  mapper.finish(exited(0), out);
+  take();
+  return seen;
+}
+
+TEST(Recycle, EveryRecordedTranscriptMapsTheSameWithRecycledMessages) {
+  std::size_t files = 0;
+  for (const auto& agent : agents()) {
+    for (const auto& file : transcripts(agent.dir)) {
+      ++files;
+      const auto lines = read_lines(file.string());
+      for (const auto thinking : {thinking_mode::buffered, thinking_mode::stream}) {
+        for (const std::size_t every : {std::size_t{1}, std::size_t{3}}) {
+          const bool merge = every > 1;  // as the providers: merged text deltas, consumed per read
+          const auto reference = consume(*agent.make(thinking, merge), lines, every, hand_back::clear);
+          const auto recycled = consume(*agent.make(thinking, merge), lines, every, hand_back::recycle);
+          const auto modified = consume(*agent.make(thinking, merge), lines, every, hand_back::recycle_modified);
+          const std::string what = file.filename().string() + (thinking == thinking_mode::stream ? " stream" : "") +
+                                   " every " + std::to_string(every);
+          ASSERT_FALSE(reference.empty()) << what;
+          EXPECT_EQ(to_jsonl(recycled), to_jsonl(reference)) << what;
+          EXPECT_EQ(to_jsonl(modified), to_jsonl(reference)) << what;
+        }
+      }
+    }
+  }
+  EXPECT_GE(files, 50U);  // every agent's recorded transcripts were found
+}
+
+/// A Codex run of `n` tool calls, as codex prints them.
+std::vector<std::string> codex_commands(std::size_t n, const std::string& output) {
+  std::vector<std::string> lines = {R"({"type":"thread.started","thread_id":"t-1"})", R"({"type":"turn.started"})"};
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string id = "item_" + std::to_string(i);
+    lines.push_back(R"({"type":"item.started","item":{"id":")" + id +
+                    R"(","type":"command_execution","command":"/bin/bash -lc 'make test'","aggregated_output":"","exit_code":null,"status":"in_progress"}})");
+    lines.push_back(R"({"type":"item.completed","item":{"id":")" + id +
+                    R"(","type":"command_execution","command":"/bin/bash -lc 'make test'","aggregated_output":")" +
+                    output + R"(","exit_code":0,"status":"completed"}})");
+  }
+  return lines;
+}
+
+TEST(Recycle, ARecycledMessageIsRefilledInPlace) {
+  codex_mapper mapper;
+  const auto lines = codex_commands(3, std::string(200, 'o'));
+  std::vector<message> out;
+  const char* first_output = nullptr;
+  std::size_t completed = 0;
+  for (const auto& l : lines) {
+    mapper.on_line(l, out);
+    for (const auto& m : out) {
+      if (m.type != message_type::tool_completed) continue;
+      const auto& output = m.content.at("output").get_ref<const std::string&>();
+      EXPECT_EQ(output, std::string(200, 'o'));
+      if (completed++ == 0) {
+        first_output = output.data();
+      } else {
+        EXPECT_EQ(output.data(), first_output);  // the same buffer, refilled
+      }
+    }
+    mapper.recycle(out);
+  }
+  EXPECT_EQ(completed, 3U);
+}
+
+TEST(Recycle, KeepsNoLargeBuffer) {
+  codex_mapper mapper;
+  auto lines = codex_commands(1, std::string(100000, 'o'));
+  const auto small = codex_commands(2, "ok");
+  lines.insert(lines.end(), small.end() - 2, small.end());  // item_1, with a short output
+  std::vector<message> out;
+  std::size_t completed = 0;
+  for (const auto& l : lines) {
+    mapper.on_line(l, out);
+    for (const auto& m : out) {
+      if (m.type != message_type::tool_completed) continue;
+      // The 100 kB message was not kept: the next one does not carry its buffer.
+      if (completed++ == 1) {
+        EXPECT_LT(m.content.at("output").get_ref<const std::string&>().capacity(), 32U * 1024);
+      }
+    }
+    mapper.recycle(out);
+  }
+  EXPECT_EQ(completed, 2U);
+}
+
+TEST(Recycle, TheDefaultOnlyClears) {
+  struct minimal final : event_mapper {
+    void on_line(std::string_view, std::vector<message>&) override {}
+    void on_oversize_line(std::string_view, std::size_t, std::vector<message>&) override {}
+    [[nodiscard]] bool agent_finished() const noexcept override { return false; }
+    void finish(const run_end&, std::vector<message>&) override {}
+    [[nodiscard]] const mapper_stats& stats() const noexcept override { return s; }
+    mapper_stats s;
+  } m;
+  std::vector<message> used(3);
+  m.recycle(used);
+  EXPECT_TRUE(used.empty());
+}
+
+}  // namespace
+}  // namespace agenthost::mapper::test
