@@ -367,11 +367,13 @@ struct codex_mapper::impl {
   void on_command(std::vector<message>& out, bool completed) {
     const x_item& it = ev.item;
     // An item seen first as item.completed still carries its command: the call is announced with its real input.
-    // Messages written in place (object_writer): these are most of a run's messages.
-    if (!core.tool_open(it.id))
-      core.tool_call_with(out, it.id, kShellTool, [&](object_writer& input) { input.string("command", it.command); });
+    // Messages written in place (object_writer): these are most of a run's messages. tool_call_with ignores a call
+    // that is already open (or closed).
+    const bool opened =
+        core.tool_call_with(out, it.id, kShellTool, [&](object_writer& input) { input.string("command", it.command); });
     if (!completed) {
-      core.tool_update(out, it.id, kShellTool, it.aggregated_output);
+      // A call just opened has no output yet: an empty one adds nothing (and needs no lookup).
+      if (!opened || !it.aggregated_output.empty()) core.tool_update(out, it.id, kShellTool, it.aggregated_output);
       return;
     }
     const bool failed = it.status == "failed" || it.status == "declined" || (it.exit_code && *it.exit_code != 0);

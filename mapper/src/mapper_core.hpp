@@ -183,16 +183,18 @@ class mapper_core {
   /// {"value": input}; null becomes {}.
   void tool_call(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                  nlohmann::json input, bool synthesized = false);
-  /// tool.call whose input `fill_input(object_writer&)` writes in place (keys in ascending order).
+  /// tool.call whose input `fill_input(object_writer&)` writes in place (keys in ascending order). False when the
+  /// call was ignored (already open, or closed).
   template <class FillInput>
-  void tool_call_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+  bool tool_call_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                       FillInput&& fill_input) {
-    if (!open_call(id, name)) return;
+    if (!open_call(id, name)) return false;
     object_writer c(start_call(out));
     object_writer input = c.object("input");
     fill_input(input);
     input.done();
     end_call(c, id, name, false);
+    return true;
   }
   /// tool.update with the cumulative output; unchanged output is not repeated. An unknown id gets a synthesized call.
   void tool_update(std::vector<transport::message>& out, std::string_view id, std::string_view name,
