@@ -107,6 +107,11 @@ struct opencode_mapper::impl {
   // belongs to one message, and opencode prints a message's parts before the next message's), so memory is
   // O(parts of one step), not O(run) — and the set stays small, which keeps this lookup cheap.
   std::string seen_message;
+  // The first kFewParts ids in `few_parts` (strings reused from message to message, searched linearly: a step has a
+  // handful of parts), any more in `seen_parts`.
+  static constexpr std::size_t kFewParts = 32;
+  std::vector<std::string> few_parts;
+  std::size_t few_count = 0;
   std::unordered_set<std::string, string_hash, std::equal_to<>> seen_parts;
   held_texts held_thoughts;      // buffered reasoning, released when the run's final step ends
 
@@ -291,12 +296,13 @@ struct opencode_mapper::impl {
     e.part_id = fast_part_id;
     e.message_id = fast_message_id;
     if (kind == event_kind::tool_use) {
-      // The event takes the values converted in place; the previous event's values are the next line's to refill.
+      // The event takes the values converted in place.
       e.input.swap(fast_input);
       e.metadata.swap(fast_metadata);
-      fast_input = std::move(ev.input);
-      fast_metadata = std::move(ev.metadata);
     }
+    // The previous event's values, when there is room, are what the next tool line refills.
+    if (fast_input.is_null()) fast_input = std::move(ev.input);
+    if (fast_metadata.is_null()) fast_metadata = std::move(ev.metadata);
     ev = std::move(e);
     return true;
   }
@@ -367,7 +373,15 @@ struct opencode_mapper::impl {
     if (part_id.empty()) return true;
     if (ev.message_id != seen_message) {
       seen_message.assign(ev.message_id);
-      seen_parts.clear();
+      few_count = 0;
+      if (!seen_parts.empty()) seen_parts.clear();
+    }
+    for (std::size_t i = 0; i < few_count; ++i)
+      if (few_parts[i] == part_id) return false;
+    if (few_count < kFewParts) {
+      if (few_count == few_parts.size()) few_parts.emplace_back();
+      few_parts[few_count++].assign(part_id);
+      return true;
     }
     return seen_parts.emplace(part_id).second;
   }

@@ -336,6 +336,21 @@ TEST(OpencodeMapper, DuplicatedEventsAddNothing) {
   EXPECT_EQ(of_type(t, message_type::tool_completed).size(), 1u);
 }
 
+TEST(OpencodeMapper, RepeatedPartsOfAStepWithManyPartsAddNothing) {
+  // More parts in one step than the mapper tracks in its short list: repeats before and past that point.
+  std::vector<std::string> lines = {kStart};
+  std::string expected;
+  for (int i = 0; i < 40; ++i) {
+    lines.push_back(text_line("t" + std::to_string(i), std::to_string(i) + "."));
+    expected += std::to_string(i) + ".";
+  }
+  for (const int again : {3, 31, 32, 39}) lines.push_back(text_line("t" + std::to_string(again), "again"));
+  lines.push_back(finish_line("f1", "stop", 10, 2));
+  const auto out = run_oc(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(assistant_text(out), expected);
+}
+
 TEST(OpencodeMapper, AgentFinishedAndToolCallsSteps) {
   opencode_mapper m;
   std::vector<message> out;
