@@ -138,24 +138,60 @@ void mapper_core::status(std::vector<message>& out, std::string_view kind, std::
   out.push_back(message{message_type::status, std::move(extra)});
 }
 
-recent_ids::recent_ids(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+recent_ids::recent_ids(std::size_t capacity) : capacity_(std::clamp<std::size_t>(capacity, 1, kEmpty / 4)) {}
 
-bool recent_ids::contains(std::string_view id) const { return index_.find(id) != index_.end(); }
+std::size_t recent_ids::probe(std::string_view id, std::uint32_t h) const noexcept {
+  std::size_t position = h & mask_;
+  for (;;) {
+    const slot& s = table_[position];
+    if (s.index == kEmpty || (s.hash == h && ring_[s.index] == id)) return position;
+    position = (position + 1) & mask_;
+  }
+}
+
+bool recent_ids::contains(std::string_view id) const {
+  if (table_.empty()) return false;
+  return table_[probe(id, hash_of(id))].index != kEmpty;
+}
+
+void recent_ids::erase_slot(std::size_t hole) noexcept {
+  // Backward shift: every later entry of the run that may live in the hole (its home is not after the hole) moves
+  // into it, so that probing never stops early at a gap.
+  for (std::size_t next = (hole + 1) & mask_; table_[next].index != kEmpty; next = (next + 1) & mask_) {
+    const std::size_t home = table_[next].hash & mask_;
+    if (((next - home) & mask_) >= ((next - hole) & mask_)) {
+      table_[hole] = table_[next];
+      hole = next;
+    }
+  }
+  table_[hole] = slot{};
+}
 
 void recent_ids::insert(std::string_view id) {
-  if (contains(id)) return;
-  if (ring_.size() < capacity_) {
-    ring_.emplace_back(id);  // a deque: the strings the index views (short ids live inside them) never move
-    index_.insert(ring_.back());
-    return;
+  if (table_.empty()) {
+    std::size_t size = 2;
+    while (size < 2 * capacity_) size *= 2;
+    table_.resize(size);
+    mask_ = size - 1;
   }
-  // The index's node is reused (extract, not erase + insert): a full set inserts without allocating.
-  std::string& slot = ring_[oldest_];
-  auto node = index_.extract(std::string_view(slot));
-  slot.assign(id);
-  node.value() = slot;
-  index_.insert(std::move(node));
-  oldest_ = (oldest_ + 1) % capacity_;
+  const std::uint32_t h = hash_of(id);
+  std::size_t position = probe(id, h);
+  if (table_[position].index != kEmpty) return;  // present
+  std::uint32_t index = 0;
+  if (ring_.size() < capacity_) {
+    index = static_cast<std::uint32_t>(ring_.size());
+    ring_.emplace_back(id);
+    hashes_.push_back(h);
+  } else {
+    // Full: the oldest id makes room (its string is reused), and the probe is redone (the shift may move entries).
+    index = static_cast<std::uint32_t>(oldest_);
+    erase_slot(probe(ring_[index], hashes_[index]));
+    ring_[index].assign(id);
+    hashes_[index] = h;
+    oldest_ = (oldest_ + 1) % capacity_;
+    position = probe(id, h);
+  }
+  table_[position] = slot{h, index};
 }
 
 bool mapper_core::open_call(std::string_view id, std::string_view name) {

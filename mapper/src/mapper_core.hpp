@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
-#include <deque>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,25 +110,37 @@ class held_texts {
 inline constexpr std::size_t kRememberedClosedCalls = 1024;
 
 /// A set of the last `capacity` ids inserted: inserting into a full set forgets the oldest id. Memory grows with the
-/// ids inserted, up to `capacity` of them.
+/// ids inserted, up to `capacity` of them, plus a table of 2 × capacity 8-byte slots.
+///
+/// Open addressing (linear probing, backward-shift deletion) over a ring of the ids: a slot holds the id's 32-bit
+/// hash and its place in the ring, so a probe compares bytes only when the hashes match, and a full set replaces the
+/// oldest id without allocating. (A node-based std::unordered_set of views was 18 % of the Codex mapper's time.)
 class recent_ids {
  public:
   explicit recent_ids(std::size_t capacity);
-  // The index holds views of ring_'s strings: a copy would point into the original; a move keeps ring_'s blocks.
-  recent_ids(const recent_ids&) = delete;
-  recent_ids& operator=(const recent_ids&) = delete;
-  recent_ids(recent_ids&&) noexcept = default;
-  recent_ids& operator=(recent_ids&&) noexcept = default;
-  ~recent_ids() = default;
   [[nodiscard]] bool contains(std::string_view id) const;
   /// Inserts `id` unless it is present.
   void insert(std::string_view id);
 
  private:
+  static constexpr std::uint32_t kEmpty = UINT32_MAX;
+  struct slot {
+    std::uint32_t hash = 0;
+    std::uint32_t index = kEmpty;  // in ring_
+  };
+  static std::uint32_t hash_of(std::string_view id) noexcept {
+    return static_cast<std::uint32_t>(string_hash{}(id));
+  }
+  // The slot holding `id` (hash `h`), or the empty slot where probing for it ended.
+  [[nodiscard]] std::size_t probe(std::string_view id, std::uint32_t h) const noexcept;
+  void erase_slot(std::size_t position) noexcept;
+
   std::size_t capacity_;
-  std::deque<std::string> ring_;  // grows to capacity_, then reused oldest-first
-  std::size_t oldest_ = 0;         // next slot to overwrite once ring_ is full
-  std::unordered_set<std::string_view, string_hash, std::equal_to<>> index_;
+  std::vector<std::string> ring_;   // grows to capacity_, then reused oldest-first
+  std::vector<std::uint32_t> hashes_;  // of ring_'s ids
+  std::size_t oldest_ = 0;          // next ring slot to overwrite once ring_ is full
+  std::vector<slot> table_;         // a power of two ≥ 2 × capacity_ slots, allocated at the first insert
+  std::size_t mask_ = 0;
 };
 
 class mapper_core {
