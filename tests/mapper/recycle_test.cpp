@@ -149,32 +149,24 @@ struct agent_case {
   std::function<std::unique_ptr<event_mapper>(thinking_mode, bool merge)> make;
 };
 
+template <class Mapper, class Options>
+agent_case agent(std::string dir) {
+  return {std::move(dir), [](thinking_mode thinking, bool merge) -> std::unique_ptr<event_mapper> {
+            Options o;
+            o.thinking = thinking;
+            o.merge_adjacent_text = merge;
+            return std::make_unique<Mapper>(std::move(o));
+          }};
+}
+
 std::vector<agent_case> agents() {
   return {
-      {"claude-code/recorded",
-       [](thinking_mode t, bool m) {
-         return std::make_unique<claude_mapper>(claude_mapper_options{.thinking = t, .merge_adjacent_text = m});
-       }},
-      {"codex/recorded",
-       [](thinking_mode t, bool m) {
-         return std::make_unique<codex_mapper>(codex_mapper_options{.thinking = t, .merge_adjacent_text = m});
-       }},
-      {"gemini/recorded",
-       [](thinking_mode t, bool m) {
-         return std::make_unique<gemini_mapper>(gemini_mapper_options{.thinking = t, .merge_adjacent_text = m});
-       }},
-      {"opencode/recorded",
-       [](thinking_mode t, bool m) {
-         return std::make_unique<opencode_mapper>(opencode_mapper_options{.thinking = t, .merge_adjacent_text = m});
-       }},
-      {"pi/recorded",
-       [](thinking_mode t, bool m) {
-         return std::make_unique<pi_mapper>(pi_mapper_options{.thinking = t, .merge_adjacent_text = m});
-       }},
-      {"pi",  // the format-edge transcripts (thinking, errors, delta-only, RPC abort)
-       [](thinking_mode t, bool m) {
-         return std::make_unique<pi_mapper>(pi_mapper_options{.thinking = t, .merge_adjacent_text = m});
-       }},
+      agent<claude_mapper, claude_mapper_options>("claude-code/recorded"),
+      agent<codex_mapper, codex_mapper_options>("codex/recorded"),
+      agent<gemini_mapper, gemini_mapper_options>("gemini/recorded"),
+      agent<opencode_mapper, opencode_mapper_options>("opencode/recorded"),
+      agent<pi_mapper, pi_mapper_options>("pi/recorded"),
+      agent<pi_mapper, pi_mapper_options>("pi"),  // the format-edge transcripts (thinking, errors, delta-only, RPC abort)
   };
 }
 
