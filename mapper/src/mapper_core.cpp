@@ -25,8 +25,6 @@ using nlohmann::json;
 using transport::message;
 using transport::message_type;
 
-void put(json::object_t& o, const char* key, json value) { o.emplace_hint(o.end(), key, std::move(value)); }
-
 void write_input(object_writer& input, const json& value) {
   if (value.is_object()) {
     for (const auto& [key, member] : value.get_ref<const json::object_t&>()) input.copy(key, member);
@@ -118,17 +116,13 @@ void mapper_core::text(std::vector<message>& out, std::string_view delta) {
   if (delta.empty()) return;
   ensure_session(out);
   if (options_.merge_adjacent_text && append_to_last_text(out, delta)) return;
-  object_writer c(start(out, message_type::assistant).content);
-  c.string("text", delta);
-  c.done();
+  pool_.add_text(out, message_type::assistant, delta);
 }
 
 void mapper_core::thought(std::vector<message>& out, std::string_view text) {
   if (text.empty()) return;
   ensure_session(out);
-  object_writer c(start(out, message_type::assistant_thought).content);
-  c.string("text", text);
-  c.done();
+  pool_.add_text(out, message_type::assistant_thought, text);
 }
 
 void mapper_core::status(std::vector<message>& out, std::string_view kind, std::string_view text, json extra) {
@@ -242,11 +236,7 @@ void mapper_core::tool_update(std::vector<message>& out, std::string_view id, st
   tool_state& t = it->second;
   if (output == t.last_output) return;  // cumulative output: only changes are reported
   t.last_output.assign(output);
-  object_writer c(start(out, message_type::tool_update).content);
-  c.string("name", name.empty() ? std::string_view(t.name) : name);
-  c.string("output", output);
-  c.string("tool_call_id", id);
-  c.done();
+  pool_.add_tool_update(out, name.empty() ? std::string_view(t.name) : name, output, id);
 }
 
 mapper_core::open_tools_map::iterator mapper_core::close_target(std::vector<message>& out, std::string_view id,

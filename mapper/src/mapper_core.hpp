@@ -27,13 +27,6 @@
 
 namespace agenthost::mapper::detail {
 
-/// Transparent hash: maps keyed by std::string looked up with a string_view.
-
-/// Adds `key: value` to an object being built, keys in ascending order (std::map: the hint at the end makes it O(1)).
-/// Messages on per-event paths are built this way: an initializer list first builds a two-element array per member,
-/// an allocation and a move each.
-void put(nlohmann::json::object_t& object, const char* key, nlohmann::json value);
-
 /// A tool's input as mapper_core::tool_call() takes it: an object's members; null writes nothing (the input is {});
 /// anything else is written as {"value": input}.
 void write_input(object_writer& input, const nlohmann::json& value);

@@ -138,6 +138,23 @@ class message_pool {
     return m;
   }
 
+  /// Appends {"text": text} as a message of `type` (assistant, assistant.thought), refilling a recycled one.
+  void add_text(std::vector<transport::message>& out, transport::message_type type, std::string_view text) {
+    object_writer c(start(out, type).content);
+    c.string("text", text);
+    c.done();
+  }
+
+  /// Appends a tool.update {name, output, tool_call_id}, refilling a recycled one.
+  void add_tool_update(std::vector<transport::message>& out, std::string_view name, std::string_view output,
+                       std::string_view tool_call_id) {
+    object_writer c(start(out, transport::message_type::tool_update).content);
+    c.string("name", name);
+    c.string("output", output);
+    c.string("tool_call_id", tool_call_id);
+    c.done();
+  }
+
   /// Keeps up to kPerType messages of each type, of at most kMaxBytes each (retains_at_most); empties `used`.
   void recycle(std::vector<transport::message>& used) noexcept {
     for (transport::message& m : used) {

@@ -54,18 +54,13 @@ void pi_mapper::impl::emit_text(std::vector<message>& out, std::string_view text
   ensure_session(out);
   message_visible.append(text);
   if (options.merge_adjacent_text && append_to_last_text(out, text)) return;
-  // Refilled in place (a recycled message: no allocation on this per-token path).
-  detail::object_writer c(pool.start(out, message_type::assistant).content);
-  c.string("text", text);
-  c.done();
+  pool.add_text(out, message_type::assistant, text);  // a recycled message: no allocation on this per-token path
 }
 
 void pi_mapper::impl::emit_thought(std::vector<message>& out, std::string_view text) {
   if (text.empty()) return;
   ensure_session(out);
-  detail::object_writer c(pool.start(out, message_type::assistant_thought).content);
-  c.string("text", text);
-  c.done();
+  pool.add_text(out, message_type::assistant_thought, text);
 }
 
 void pi_mapper::impl::status(std::vector<message>& out, std::string_view kind, std::string text, json extra) {

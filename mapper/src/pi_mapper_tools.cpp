@@ -38,12 +38,8 @@ void pi_mapper::impl::tool_update(std::vector<message>& out, std::string_view id
   tool_state& t = it->second;
   if (t.closed) return;
   if (output == t.last_output) return;  // partialResult is cumulative: only changes are reported
-  // Refilled in place, members in key order (a recycled message: no allocation while the output fits its buffer).
-  detail::object_writer c(pool.start(out, message_type::tool_update).content);
-  c.string("name", name.empty() ? std::string_view(t.name) : name);
-  c.string("output", output);
-  c.string("tool_call_id", id);
-  c.done();
+  // A recycled message: no allocation while the output fits its buffer.
+  pool.add_tool_update(out, name.empty() ? std::string_view(t.name) : name, output, id);
   if (owned != nullptr) {
     t.last_output.swap(*owned);
   } else {

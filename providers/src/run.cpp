@@ -264,8 +264,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
         return false;
       }
     }
-    if (mapper_) mapper_->recycle(batch);
-    batch.clear();
+    mapper_->recycle(batch);  // empties it
     if (spare_.capacity() == 0) spare_ = std::move(batch);
     return true;
   }
