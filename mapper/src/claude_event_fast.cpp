@@ -273,7 +273,7 @@ bool event_parser::parse_fast(std::string_view line) {
     return false;
   }
   if (p == nullptr || raw::skip_ws(p, end) != end) return false;
-  if (!raw::is_ascii(line.data(), line.size()) && !utf8_->validate_utf8(line.data(), line.size())) return false;
+  if (!valid_utf8(*utf8_, line.data(), line.size())) return false;
   ev_.has_type = true;
   return true;
 }

@@ -103,12 +103,11 @@ bool event_parser::parse_fast(std::string_view line) {
   const char* const id_begin = p + 1;
   p = raw::scan_string(p, end, id_end, escaped);
   if (p == nullptr || escaped || !consume(p, end, R"(,"type":")")) return false;
-  // A string member `,"key":"…"` (or `"key":` first), unescaped into `out`.
-  auto member = [&](const auto& key_colon, std::string& out) {
+  // A string member `,"key":"…"` (or `"key":` first): a view of the line, or of `buffer` when it had escapes.
+  auto member = [&](const auto& key_colon, std::string_view& out, std::string& buffer) {
     if (!consume(p, end, key_colon)) return false;
     if (p == end || *p != '"') return false;
-    out.clear();
-    p = scan_unescape_append(p, end, out);
+    p = scan_string_view(p, end, out, buffer);
     return p != nullptr;
   };
   // Filled in place: on failure the On-Demand path starts from a fresh event anyway.
@@ -118,13 +117,14 @@ bool event_parser::parse_fast(std::string_view line) {
     if (kind != event_kind::item_completed) return false;
     item.type = *p == 'a' ? std::string_view("agent_message") : std::string_view("reasoning");
     p += item.type.size() + 2;
-    if (!member(R"("text":)", fast_text_)) return false;
-    item.text = fast_text_;
+    if (!member(R"("text":)", item.text, fast_text_)) return false;
     item.has_text = true;
   } else if (starts_with(p, end, R"(command_execution",)")) {
     item.type = "command_execution";
     p += item.type.size() + 2;
-    if (!member(R"("command":)", fast_command_) || !member(R"(,"aggregated_output":)", fast_text_)) return false;
+    if (!member(R"("command":)", item.command, fast_command_) ||
+        !member(R"(,"aggregated_output":)", item.aggregated_output, fast_text_))
+      return false;
     if (!consume(p, end, R"(,"exit_code":)")) return false;
     if (!consume(p, end, "null")) {
       std::int64_t code = 0;
@@ -132,15 +132,12 @@ bool event_parser::parse_fast(std::string_view line) {
       if (p == nullptr || code < INT32_MIN || code > INT32_MAX) return false;
       item.exit_code = code;
     }
-    if (!member(R"(,"status":)", fast_status_)) return false;
-    item.command = fast_command_;
-    item.aggregated_output = fast_text_;
-    item.status = fast_status_;
+    if (!member(R"(,"status":)", item.status, fast_status_)) return false;
   } else {
     return false;
   }
   if (end - p < 2 || p[0] != '}' || p[1] != '}' || raw::skip_ws(p + 2, end) != end) return false;
-  if (!utf8_->validate_utf8(line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
+  if (!valid_utf8(*utf8_, line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
   item.id = std::string_view(id_begin, static_cast<std::size_t>(id_end - id_begin));
   item.has_id = item.has_type = true;
   ev_.kind = kind;

@@ -1,8 +1,9 @@
 // Internal: extraction of one `codex exec --json` line into a flat event record (phase 1 of codex_mapper; no mapping
 // state). The lines that make up nearly all of a run go through a strict byte scan; everything else (and anything the
 // scan does not handle exactly as On-Demand would) through simdjson On-Demand from scratch, which decides. Strings are
-// views into the parser's buffers (or its arena) and stay valid until the next parse(). nlohmann::json is built only
-// for the members the mapper emits as JSON (changes, arguments, result, error, action, items).
+// views into the line, the parser's buffers or its arena: valid until the next parse() and while the line is.
+// nlohmann::json is built only for the members the mapper emits as JSON (changes, arguments, result, error, action,
+// items).
 #pragma once
 
 #include "ondemand_util.hpp"
@@ -54,8 +55,9 @@ class event_parser {
   /// `type` and nothing after it, a wrong field type for an event the mapper reads, invalid UTF-8…).
   simdjson::error_code parse(std::string_view line);
   [[nodiscard]] const x_event& event() const noexcept { return ev_; }
-  /// When `text` is the fast path's own buffer (an item text it unescaped), swaps that buffer into `into` and returns
-  /// true: the caller keeps the text without copying it (the parser refills the swapped-in buffer on a later line).
+  /// When `text` is the fast path's own buffer (an item text that had escapes), swaps that buffer into `into` and
+  /// returns true: the caller keeps the text without copying it (the parser refills the swapped-in buffer on a later
+  /// line).
   bool take_text(std::string_view text, std::string& into) noexcept;
 
  private:
@@ -65,9 +67,9 @@ class event_parser {
   string_arena arena_;
   x_event ev_;
   const simdjson::implementation* utf8_ = utf8_kernel();  // for validate_utf8 without a dispatch per line
-  std::string fast_text_;     // fast path: the unescaped text / aggregated_output
-  std::string fast_command_;  // fast path: the unescaped command
-  std::string fast_status_;   // fast path: the status
+  std::string fast_text_;     // fast path: the text / aggregated_output, when it has escapes
+  std::string fast_command_;  // fast path: the command, when it has escapes
+  std::string fast_status_;   // fast path: the status, when it has escapes
 };
 
 }  // namespace agenthost::mapper::detail::codex

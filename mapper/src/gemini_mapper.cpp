@@ -134,9 +134,7 @@ class g_parser {
       return false;
     }
     if (detail::raw::skip_ws(p, end) != end) return false;
-    if (!(line.size() <= 256 && detail::raw::is_ascii(line.data(), line.size())) &&
-        !utf8_->validate_utf8(line.data(), line.size()))
-      return false;
+    if (!detail::valid_utf8(*utf8_, line.data(), line.size())) return false;
     if (escaped) {
       // Unescaped into the line buffer (unused by this path; an unescaped string is never longer than its body).
       char* out_end = detail::lenient_unescape_to(content, padded_.buffer.get());

@@ -1,5 +1,6 @@
 #include "mapper_core.hpp"
 
+#include "raw_scan.hpp"
 #include "text_util.hpp"
 
 #include <agenthost/process/exit_status.hpp>
@@ -50,6 +51,8 @@ bool mapper_core::begin_line(std::string_view line) noexcept {
   ++stats_.lines;
   stats_.bytes += line.size();
   if (finish_called_) return false;
+  // A line nearly always starts with its JSON: no search through the whitespace set for it.
+  if (!line.empty() && !raw::is_ws(line.front())) return true;
   return line.find_first_not_of(" \t\r\n") != std::string_view::npos;
 }
 
@@ -132,23 +135,23 @@ void mapper_core::status(std::vector<message>& out, std::string_view kind, std::
   out.push_back(message{message_type::status, std::move(extra)});
 }
 
-recent_ids::recent_ids(std::size_t capacity) : capacity_(std::clamp<std::size_t>(capacity, 1, kEmpty / 4)) {}
-
-std::size_t recent_ids::probe(std::string_view id, std::uint32_t h) const noexcept {
-  std::size_t position = h & mask_;
-  for (;;) {
-    const slot& s = table_[position];
-    if (s.index == kEmpty || (s.hash == h && ring_[s.index] == id)) return position;
-    position = (position + 1) & mask_;
+void id_slots::reserve(std::size_t count) {
+  std::size_t size = 2;
+  while (size < 2 * count) size *= 2;
+  if (size <= table_.size()) return;
+  std::vector<slot> old(size);
+  old.swap(table_);
+  mask_ = size - 1;
+  // The ids are distinct: each entry goes to the first empty position of its probe.
+  for (const slot& s : old) {
+    if (s.index == kEmpty) continue;
+    std::size_t position = s.hash & mask_;
+    while (table_[position].index != kEmpty) position = (position + 1) & mask_;
+    table_[position] = s;
   }
 }
 
-bool recent_ids::contains(std::string_view id) const {
-  if (table_.empty()) return false;
-  return table_[probe(id, hash_of(id))].index != kEmpty;
-}
-
-void recent_ids::erase_slot(std::size_t hole) noexcept {
+void id_slots::erase(std::size_t hole) noexcept {
   // Backward shift: every later entry of the run that may live in the hole (its home is not after the hole) moves
   // into it, so that probing never stops early at a gap.
   for (std::size_t next = (hole + 1) & mask_; table_[next].index != kEmpty; next = (next + 1) & mask_) {
@@ -161,16 +164,20 @@ void recent_ids::erase_slot(std::size_t hole) noexcept {
   table_[hole] = slot{};
 }
 
-void recent_ids::insert(std::string_view id) {
-  if (table_.empty()) {
-    std::size_t size = 2;
-    while (size < 2 * capacity_) size *= 2;
-    table_.resize(size);
-    mask_ = size - 1;
-  }
-  const std::uint32_t h = hash_of(id);
+void id_slots::clear() noexcept { std::fill(table_.begin(), table_.end(), slot{}); }
+
+recent_ids::recent_ids(std::size_t capacity)
+    : capacity_(std::clamp<std::size_t>(capacity, 1, id_slots::kEmpty / 4)) {}
+
+bool recent_ids::contains(std::string_view id, std::uint32_t h) const {
+  if (slots_.slot_count() == 0) return false;
+  return slots_.index_at(probe(id, h)) != id_slots::kEmpty;
+}
+
+void recent_ids::insert(std::string_view id, std::uint32_t h) {
+  if (slots_.slot_count() == 0) slots_.reserve(capacity_);
   std::size_t position = probe(id, h);
-  if (table_[position].index != kEmpty) return;  // present
+  if (slots_.index_at(position) != id_slots::kEmpty) return;  // present
   std::uint32_t index = 0;
   if (ring_.size() < capacity_) {
     index = static_cast<std::uint32_t>(ring_.size());
@@ -179,27 +186,69 @@ void recent_ids::insert(std::string_view id) {
   } else {
     // Full: the oldest id makes room (its string is reused), and the probe is redone (the shift may move entries).
     index = static_cast<std::uint32_t>(oldest_);
-    erase_slot(probe(ring_[index], hashes_[index]));
+    slots_.erase(probe(ring_[index], hashes_[index]));
     ring_[index].assign(id);
     hashes_[index] = h;
     oldest_ = (oldest_ + 1) % capacity_;
     position = probe(id, h);
   }
-  table_[position] = slot{h, index};
+  slots_.fill(position, h, index);
 }
 
-bool mapper_core::open_call(std::string_view id, std::string_view name) {
-  // The table of open calls first: it holds a few entries, the closed ids every call of the run.
-  if (open_tools_.find(id) != open_tools_.end() || closed_ids_.contains(id)) return false;
-  if (spare_tool_.empty()) {
-    open_tools_.emplace(std::string(id), tool_state{std::string(name), {}});
+std::uint32_t open_calls::index_of(std::string_view id, std::uint32_t h) const {
+  if (count_ == 0) return id_slots::kEmpty;
+  return slots_.index_at(slots_.probe(h, [&](std::uint32_t i) { return calls_[i].id == id; }));
+}
+
+open_calls::call& open_calls::add(std::string_view id, std::uint32_t h, std::string_view name) {
+  slots_.reserve(count_ + 1);
+  std::uint32_t index = 0;
+  if (free_.empty()) {
+    index = static_cast<std::uint32_t>(calls_.size());
+    calls_.emplace_back();
+    free_.reserve(calls_.capacity());  // remove() and clear() then never allocate
   } else {
-    spare_tool_.key().assign(id);
-    spare_tool_.mapped().name.assign(name);
-    spare_tool_.mapped().last_output.clear();
-    open_tools_.insert(std::move(spare_tool_));
+    index = free_.back();
+    free_.pop_back();
   }
-  tool_order_.emplace_back(id);
+  call& c = calls_[index];
+  c.id.assign(id);
+  c.name.assign(name);
+  c.last_output.clear();
+  c.order = next_order_++;
+  c.hash = h;
+  // Not open (the caller's precondition): the probe ends at an empty position.
+  slots_.fill(slots_.probe(h, [](std::uint32_t) { return false; }), h, index);
+  ++count_;
+  return c;
+}
+
+void open_calls::remove(call& c) noexcept {
+  const auto index = static_cast<std::uint32_t>(&c - calls_.data());
+  slots_.erase(slots_.probe(c.hash, [&](std::uint32_t i) { return i == index; }));
+  free_.push_back(index);  // room reserved in add()
+  --count_;
+}
+
+std::vector<const open_calls::call*> open_calls::in_order() const {
+  std::vector<const call*> order;
+  order.reserve(count_);
+  slots_.for_each_index([&](std::uint32_t i) { order.push_back(&calls_[i]); });
+  std::sort(order.begin(), order.end(), [](const call* a, const call* b) { return a->order < b->order; });
+  return order;
+}
+
+void open_calls::clear() noexcept {
+  slots_.clear();
+  free_.clear();
+  for (std::size_t i = calls_.size(); i-- > 0;) free_.push_back(static_cast<std::uint32_t>(i));
+  count_ = 0;
+}
+
+bool mapper_core::open_call(std::string_view id, std::uint32_t h, std::string_view name) {
+  // The open calls first: a few entries, where the closed ids are every call of the run.
+  if (open_.find(id, h) != nullptr || closed_ids_.contains(id, h)) return false;
+  open_.add(id, h, name);
   return true;
 }
 
@@ -217,7 +266,7 @@ void mapper_core::end_call(object_writer& c, std::string_view id, std::string_vi
 
 void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std::string_view name, json input,
                             bool synthesized) {
-  if (!open_call(id, name)) return;
+  if (!open_call(id, id_slots::hash_of(id), name)) return;
   if (input.is_null()) input = json::object();
   else if (!input.is_object()) input = json{{"value", std::move(input)}};
   object_writer c(start_call(out));
@@ -227,59 +276,60 @@ void mapper_core::tool_call(std::vector<message>& out, std::string_view id, std:
 
 void mapper_core::tool_update(std::vector<message>& out, std::string_view id, std::string_view name,
                               std::string_view output) {
-  auto it = open_tools_.find(id);
-  if (it == open_tools_.end()) {
-    if (closed_ids_.contains(id)) return;  // a late update of a closed call
+  const std::uint32_t h = id_slots::hash_of(id);
+  open_calls::call* call = open_.find(id, h);
+  if (call == nullptr) {
+    if (closed_ids_.contains(id, h)) return;  // a late update of a closed call
     tool_call(out, id, name, nullptr, true);
-    it = open_tools_.find(id);
+    call = open_.find(id, h);
   }
-  tool_state& t = it->second;
-  if (output == t.last_output) return;  // cumulative output: only changes are reported
-  t.last_output.assign(output);
-  pool_.add_tool_update(out, name.empty() ? std::string_view(t.name) : name, output, id);
+  if (output == call->last_output) return;  // cumulative output: only changes are reported
+  call->last_output.assign(output);
+  pool_.add_tool_update(out, name.empty() ? std::string_view(call->name) : name, output, id);
 }
 
-mapper_core::open_tools_map::iterator mapper_core::close_target(std::vector<message>& out, std::string_view id,
-                                                                std::string_view name) {
-  auto it = open_tools_.find(id);
-  if (it != open_tools_.end()) return it;
-  if (closed_ids_.contains(id)) return open_tools_.end();  // a repeated result
-  tool_call(out, id, name, nullptr, true);                   // a result for a call never announced
-  return open_tools_.find(id);
+open_calls::call* mapper_core::close_target(std::vector<message>& out, std::string_view id, std::uint32_t h,
+                                           std::string_view name) {
+  if (open_calls::call* call = open_.find(id, h)) return call;
+  if (closed_ids_.contains(id, h)) return nullptr;  // a repeated result
+  tool_call(out, id, name, nullptr, true);           // a result for a call never announced
+  return open_.find(id, h);
 }
 
-void mapper_core::begin_close(object_writer& c, open_tools_map::iterator call, std::string_view name,
+void mapper_core::begin_close(object_writer& c, const open_calls::call& call, std::string_view name,
                               std::string_view text, bool is_error) {
   // Keys in order: error|output < name < raw_output < tool_call_id.
   c.string(is_error ? "error" : "output", text);
-  c.string("name", name.empty() ? std::string_view(call->second.name) : name);
+  c.string("name", name.empty() ? std::string_view(call.name) : name);
 }
 
-void mapper_core::end_close(object_writer& c, open_tools_map::iterator call, std::string_view id) {
+void mapper_core::end_close(object_writer& c, open_calls::call& call, std::string_view id) {
   c.string("tool_call_id", id);
   c.done();
-  spare_tool_ = open_tools_.extract(call);
-  tool_order_.erase(std::remove(tool_order_.begin(), tool_order_.end(), id), tool_order_.end());
-  closed_ids_.insert(id);
+  const std::uint32_t h = call.hash;
+  open_.remove(call);
+  closed_ids_.insert(id, h);
 }
 
 void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std::string_view name,
                              std::string_view text, bool is_error, json raw) {
-  const auto call = close_target(out, id, name);
-  if (call == open_tools_.end()) return;
+  open_calls::call* const call = close_target(out, id, id_slots::hash_of(id), name);
+  if (call == nullptr) return;
   object_writer c(start(out, is_error ? message_type::tool_failed : message_type::tool_completed).content);
-  begin_close(c, call, name, text, is_error);
+  begin_close(c, *call, name, text, is_error);
   if (!raw.is_null()) c.value("raw_output", std::move(raw));
-  end_close(c, call, id);
+  end_close(c, *call, id);
 }
 
-bool mapper_core::tool_open(std::string_view id) const { return open_tools_.find(id) != open_tools_.end(); }
+bool mapper_core::tool_open(std::string_view id) const {
+  return open_.find(id, id_slots::hash_of(id)) != nullptr;
+}
 
-std::size_t mapper_core::open_tool_count() const noexcept { return open_tools_.size(); }
+std::size_t mapper_core::open_tool_count() const noexcept { return open_.size(); }
 
 std::string_view mapper_core::tool_name(std::string_view id) const {
-  auto it = open_tools_.find(id);
-  return it == open_tools_.end() ? std::string_view{} : std::string_view(it->second.name);
+  const open_calls::call* call = open_.find(id, id_slots::hash_of(id));
+  return call == nullptr ? std::string_view{} : std::string_view(call->name);
 }
 
 bool mapper_core::begin_finish() noexcept {
@@ -331,17 +381,14 @@ void mapper_core::emit_terminal(std::vector<message>& out, terminal_draft d, con
                                  : d.type == message_type::terminal_completed
                                      ? options_.agent + " finished without reporting this tool call's result"
                                      : "the run ended before the tool call completed (" + d.reason + ")";
-  for (const auto& id : tool_order_) {
-    auto it = open_tools_.find(id);
-    if (it == open_tools_.end()) continue;
-    out.push_back(message{message_type::tool_failed, json{{"tool_call_id", id},
-                                                          {"name", it->second.name},
+  for (const open_calls::call* call : open_.in_order()) {
+    out.push_back(message{message_type::tool_failed, json{{"tool_call_id", call->id},
+                                                          {"name", call->name},
                                                           {"error", close_text},
                                                           {"closed_by_finish", true}}});
-    closed_ids_.insert(id);
+    closed_ids_.insert(call->id, call->hash);
   }
-  open_tools_.clear();
-  tool_order_.clear();
+  open_.clear();
 
   json c = d.content.is_object() ? std::move(d.content) : json::object();
   if (!session_id_.empty()) c["session_id"] = session_id_;

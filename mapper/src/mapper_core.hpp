@@ -21,8 +21,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace agenthost::mapper::detail {
@@ -102,38 +100,114 @@ class held_texts {
 /// mapper's time on 1 M events).
 inline constexpr std::size_t kRememberedClosedCalls = 1024;
 
+/// Open addressing (linear probing, backward-shift deletion) from an id's 32-bit hash to an index the owner gives it:
+/// the table under recent_ids and open_calls. The owner keeps the ids; a probe compares one only when the hashes
+/// match. Not thread-safe.
+class id_slots {
+ public:
+  static constexpr std::uint32_t kEmpty = UINT32_MAX;
+  static std::uint32_t hash_of(std::string_view id) noexcept { return static_cast<std::uint32_t>(string_hash{}(id)); }
+
+  /// Room for `count` entries at a load of at most 1/2 (a power of two ≥ 2 × count slots); entries are kept.
+  void reserve(std::size_t count);
+  [[nodiscard]] std::size_t slot_count() const noexcept { return table_.size(); }
+  /// The position holding the index `is_id(index)` accepts (hash `h`), or the empty position where probing for it
+  /// ended. The table must have slots (reserve).
+  template <class IsId>
+  [[nodiscard]] std::size_t probe(std::uint32_t h, IsId&& is_id) const {
+    for (std::size_t position = h & mask_;; position = (position + 1) & mask_) {
+      const slot& s = table_[position];
+      if (s.index == kEmpty || (s.hash == h && is_id(s.index))) return position;
+    }
+  }
+  /// The index at `position` (kEmpty when it is empty).
+  [[nodiscard]] std::uint32_t index_at(std::size_t position) const noexcept { return table_[position].index; }
+  /// Fills the empty `position` (from probe) with `index`.
+  void fill(std::size_t position, std::uint32_t h, std::uint32_t index) noexcept { table_[position] = {h, index}; }
+  /// Calls `f(index)` for every entry, in no particular order.
+  template <class F>
+  void for_each_index(F&& f) const {
+    for (const slot& s : table_)
+      if (s.index != kEmpty) f(s.index);
+  }
+  /// Empties `position`; the positions of other entries may change.
+  void erase(std::size_t position) noexcept;
+  void clear() noexcept;
+
+ private:
+  struct slot {
+    std::uint32_t hash = 0;
+    std::uint32_t index = kEmpty;
+  };
+  std::vector<slot> table_;
+  std::size_t mask_ = 0;
+};
+
 /// A set of the last `capacity` ids inserted: inserting into a full set forgets the oldest id. Memory grows with the
 /// ids inserted, up to `capacity` of them, plus a table of 2 × capacity 8-byte slots.
 ///
-/// Open addressing (linear probing, backward-shift deletion) over a ring of the ids: a slot holds the id's 32-bit
-/// hash and its place in the ring, so a probe compares bytes only when the hashes match, and a full set replaces the
-/// oldest id without allocating. (A node-based std::unordered_set of views was 18 % of the Codex mapper's time.)
+/// id_slots over a ring of the ids: a full set replaces the oldest id without allocating. (A node-based
+/// std::unordered_set of views was 18 % of the Codex mapper's time.) The `h` overloads take id_slots::hash_of(id),
+/// for a caller that looks the same id up in several tables.
 class recent_ids {
  public:
   explicit recent_ids(std::size_t capacity);
-  [[nodiscard]] bool contains(std::string_view id) const;
+  [[nodiscard]] bool contains(std::string_view id) const { return contains(id, id_slots::hash_of(id)); }
+  [[nodiscard]] bool contains(std::string_view id, std::uint32_t h) const;
   /// Inserts `id` unless it is present.
-  void insert(std::string_view id);
+  void insert(std::string_view id) { insert(id, id_slots::hash_of(id)); }
+  void insert(std::string_view id, std::uint32_t h);
 
  private:
-  static constexpr std::uint32_t kEmpty = UINT32_MAX;
-  struct slot {
-    std::uint32_t hash = 0;
-    std::uint32_t index = kEmpty;  // in ring_
-  };
-  static std::uint32_t hash_of(std::string_view id) noexcept {
-    return static_cast<std::uint32_t>(string_hash{}(id));
+  [[nodiscard]] std::size_t probe(std::string_view id, std::uint32_t h) const {
+    return slots_.probe(h, [&](std::uint32_t index) { return ring_[index] == id; });
   }
-  // The slot holding `id` (hash `h`), or the empty slot where probing for it ended.
-  [[nodiscard]] std::size_t probe(std::string_view id, std::uint32_t h) const noexcept;
-  void erase_slot(std::size_t position) noexcept;
 
   std::size_t capacity_;
-  std::vector<std::string> ring_;   // grows to capacity_, then reused oldest-first
+  std::vector<std::string> ring_;      // grows to capacity_, then reused oldest-first
   std::vector<std::uint32_t> hashes_;  // of ring_'s ids
-  std::size_t oldest_ = 0;          // next ring slot to overwrite once ring_ is full
-  std::vector<slot> table_;         // a power of two ≥ 2 × capacity_ slots, allocated at the first insert
-  std::size_t mask_ = 0;
+  std::size_t oldest_ = 0;             // next ring slot to overwrite once ring_ is full
+  id_slots slots_;                     // sized at the first insert
+};
+
+/// The open tool calls of a run: id → name and last output, kept in call order. One probe finds, adds or removes a
+/// call however many are open; a removed call's strings are reused by the next one, so a steady run of calls
+/// allocates nothing. (An unordered_map plus a vector for the order cost a lookup per step and a linear erase.)
+class open_calls {
+ public:
+  struct call {
+    std::string id;
+    std::string name;
+    std::string last_output;  ///< the last cumulative output reported (tool.update)
+    std::uint64_t order = 0;  ///< when the call was added
+    std::uint32_t hash = 0;   ///< id_slots::hash_of(id)
+  };
+  /// The open call `id` (h = id_slots::hash_of(id)), or nullptr. Valid until the next add().
+  [[nodiscard]] call* find(std::string_view id, std::uint32_t h) {
+    const std::uint32_t index = index_of(id, h);
+    return index == id_slots::kEmpty ? nullptr : &calls_[index];
+  }
+  [[nodiscard]] const call* find(std::string_view id, std::uint32_t h) const {
+    const std::uint32_t index = index_of(id, h);
+    return index == id_slots::kEmpty ? nullptr : &calls_[index];
+  }
+  /// Adds `id`, which must not be open, with an empty last_output. Valid until the next add().
+  call& add(std::string_view id, std::uint32_t h, std::string_view name);
+  /// Removes `c` (from find or add).
+  void remove(call& c) noexcept;
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  /// The open calls in the order they were added (valid until the next add or remove).
+  [[nodiscard]] std::vector<const call*> in_order() const;
+  void clear() noexcept;
+
+ private:
+  [[nodiscard]] std::uint32_t index_of(std::string_view id, std::uint32_t h) const;
+
+  std::vector<call> calls_;           // open calls and free entries, stable indexes
+  std::vector<std::uint32_t> free_;   // indexes of calls_ not in use
+  std::size_t count_ = 0;
+  std::uint64_t next_order_ = 0;
+  id_slots slots_;
 };
 
 class mapper_core {
@@ -193,7 +267,7 @@ class mapper_core {
   template <class FillInput>
   bool tool_call_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                       FillInput&& fill_input) {
-    if (!open_call(id, name)) return false;
+    if (!open_call(id, id_slots::hash_of(id), name)) return false;
     object_writer c(start_call(out));
     object_writer input = c.object("input");
     fill_input(input);
@@ -212,15 +286,16 @@ class mapper_core {
   template <class FillRaw>
   void tool_close_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                        std::string_view text, bool is_error, FillRaw&& fill_raw) {
-    const auto call = close_target(out, id, name);
-    if (call == open_tools_.end()) return;
+    const std::uint32_t h = id_slots::hash_of(id);
+    open_calls::call* const call = close_target(out, id, h, name);
+    if (call == nullptr) return;
     object_writer c(start(out, is_error ? transport::message_type::tool_failed
                                         : transport::message_type::tool_completed).content);
-    begin_close(c, call, name, text, is_error);
+    begin_close(c, *call, name, text, is_error);
     object_writer raw = c.object("raw_output");
     fill_raw(raw);
     raw.done();
-    end_close(c, call, id);
+    end_close(c, *call, id);
   }
   [[nodiscard]] bool tool_open(std::string_view id) const;
   [[nodiscard]] std::size_t open_tool_count() const noexcept;
@@ -247,20 +322,17 @@ class mapper_core {
   [[nodiscard]] const core_options& options() const noexcept { return options_; }
 
  private:
-  struct tool_state {
-    std::string name;
-    std::string last_output;
-  };
-  using open_tools_map = std::unordered_map<std::string, tool_state, string_hash, std::equal_to<>>;
-  // The pieces of tool_call / tool_close around the part the caller fills.
-  bool open_call(std::string_view id, std::string_view name);
+  // The pieces of tool_call / tool_close around the part the caller fills. `h` is id_slots::hash_of(id), computed
+  // once per call of the public functions.
+  bool open_call(std::string_view id, std::uint32_t h, std::string_view name);
   nlohmann::json& start_call(std::vector<transport::message>& out);
   static void end_call(object_writer& c, std::string_view id, std::string_view name, bool synthesized);
-  open_tools_map::iterator close_target(std::vector<transport::message>& out, std::string_view id,
-                                        std::string_view name);
-  static void begin_close(object_writer& c, open_tools_map::iterator call, std::string_view name,
+  // The open call to close (announced now when it never was), or nullptr when it was closed already.
+  open_calls::call* close_target(std::vector<transport::message>& out, std::string_view id, std::uint32_t h,
+                                 std::string_view name);
+  static void begin_close(object_writer& c, const open_calls::call& call, std::string_view name,
                           std::string_view text, bool is_error);
-  void end_close(object_writer& c, open_tools_map::iterator call, std::string_view id);
+  void end_close(object_writer& c, open_calls::call& call, std::string_view id);
 
   message_pool pool_;
   core_options options_;
@@ -269,10 +341,7 @@ class mapper_core {
   std::string session_id_;
   bool session_emitted_ = false;
   bool finish_called_ = false;
-  open_tools_map open_tools_;
-  // The node of the last closed call, reused for the next call (a call and its close allocate nothing).
-  open_tools_map::node_type spare_tool_;
-  std::vector<std::string> tool_order_;  // open calls in call order, for closing at finish
+  open_calls open_;
   // Ids of the most recently closed calls: a repeated result or update of such a call is ignored. Looked up only
   // when an id is not open: a call and its result cost one lookup here (at the call) and one insert.
   recent_ids closed_ids_{kRememberedClosedCalls};

@@ -167,9 +167,12 @@ bool lenient_unescape_append(std::string_view body, std::string& out) {
   return unescape_body(body, sink);
 }
 
-const char* scan_unescape_append(const char* p, const char* end, std::string& out) {
+namespace {
+
+// The rest of a string body from `p` (inside the string, after its opening quote) up to and including its closing
+// quote, checked and unescaped into `out` as scan_unescape_append does.
+const char* unescape_rest(const char* p, const char* end, std::string& out) {
   string_sink sink{out};
-  ++p;  // opening quote
   for (;;) {
     const char* run = p;
     p = raw::find_string_special(p, end);
@@ -183,6 +186,26 @@ const char* scan_unescape_append(const char* p, const char* end, std::string& ou
     if (!decode_escape(rest, i, sink)) return nullptr;
     p += i + 1;
   }
+}
+
+}  // namespace
+
+const char* scan_unescape_append(const char* p, const char* end, std::string& out) {
+  return unescape_rest(p + 1, end, out);
+}
+
+const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer) {
+  const char* const body = p + 1;
+  const char* q = raw::find_string_special(body, end);
+  if (q != end && *q == '"') {
+    out = std::string_view(body, static_cast<std::size_t>(q - body));
+    return q + 1;
+  }
+  // An escape (or an error, which unescape_rest reports): the text so far, then the rest unescaped.
+  buffer.assign(body, static_cast<std::size_t>(q - body));
+  q = unescape_rest(q, end, buffer);
+  if (q != nullptr) out = buffer;
+  return q;
 }
 
 const char* raw_to_json(const char* p, const char* end, nlohmann::json& out, int depth) {

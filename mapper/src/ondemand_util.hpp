@@ -1,6 +1,8 @@
 // Internal helpers around simdjson On-Demand: lenient string reading, value → nlohmann::json conversion.
 #pragma once
 
+#include "raw_scan.hpp"
+
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
@@ -18,6 +20,12 @@ namespace od = simdjson::ondemand;
 inline const simdjson::implementation* utf8_kernel() noexcept {
   [[maybe_unused]] const bool selected = simdjson::validate_utf8("", 0);
   return simdjson::get_active_implementation();
+}
+
+/// Whether [p, p + n) is valid UTF-8, as `kernel` (utf8_kernel()) says. A short ASCII span — most agent lines — is
+/// checked inline: the kernel's call costs more than the check on a line of a few hundred bytes.
+inline bool valid_utf8(const simdjson::implementation& kernel, const char* p, std::size_t n) noexcept {
+  return (n <= 512 && raw::is_ascii(p, n)) || kernel.validate_utf8(p, n);
 }
 
 /// Above this size, the padded line buffer and the parser's index are released again once lines are small.
@@ -77,6 +85,11 @@ bool lenient_unescape_append(std::string_view body, std::string& out);
 /// and appends its unescaped text (lenient_unescape rules) to `out`. Returns the position after the closing quote, or
 /// nullptr (not closed, a raw control character, a malformed escape; `out` then holds a partial result).
 const char* scan_unescape_append(const char* p, const char* end, std::string& out);
+
+/// The same check, without a copy for a string that has no escape sequence: `out` is then a view of its body in the
+/// input; else `buffer` holds the unescaped text and `out` views it. Returns the position after the closing quote, or
+/// nullptr (`out` unchanged).
+const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer);
 
 /// The compact JSON value at `p` (unpadded, [p, end)) converted to nlohmann::json exactly as to_json() converts it
 /// — for the values this accepts: no whitespace, keys without escapes, strings as scan_unescape_append takes them,

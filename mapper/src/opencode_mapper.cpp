@@ -89,6 +89,7 @@ struct opencode_mapper::impl {
 
   // ---- fast path: reused buffers for the unescaped strings -------------------------------------------------------
   const simdjson::implementation* utf8 = utf8_kernel();  // for validate_utf8 without a dispatch per line
+  // The fast path's strings that have escapes, unescaped (the others are views of the line).
   std::string fast_session, fast_part_session, fast_part_id, fast_message_id, fast_text, fast_reason;
   std::string fast_tool, fast_call, fast_status, fast_title;
   json fast_input, fast_metadata;  // converted in place (raw_to_json), reusing an earlier tool event's values
@@ -193,19 +194,20 @@ struct opencode_mapper::impl {
   //   {"type":"tool_use","timestamp":N,"sessionID":"…","part":{"type":"tool","tool":"…","callID":"…",
   //    "state":{"status":"…","input":V,"output":"…","metadata":V,"title":"…","time":{"start":N,"end":N}},
   //    "id":"…","sessionID":"…","messageID":"…"}}            (V: what raw_to_json converts)
-  // Every string is checked (closed, no raw control character, valid escapes) and unescaped in one pass, every number
-  // is a canonical integer, the UTF-8 of the whole line is validated and nothing but whitespace may follow: no stage
-  // 1, no second copy. Anything else (another order, an escaped key, a fractional cost, an empty session id, more
-  // fields…) returns false and the line takes the On-Demand path, which accepts a superset of these lines and yields
-  // the same event for them (tests: OpencodeMapper.FastPathAndOnDemandPathAgree).
+  // Every string is checked (closed, no raw control character, valid escapes) and unescaped in one pass (one without
+  // escapes is not copied: a view of the line), every number is a canonical integer, the UTF-8 of the whole line is
+  // validated and nothing but whitespace may follow: no stage 1. Anything else (another order, an escaped key, a
+  // fractional cost, an empty session id, more fields…) returns false and the line takes the On-Demand path, which
+  // accepts a superset of these lines and yields the same event for them (tests:
+  // OpencodeMapper.FastPathAndOnDemandPathAgree).
   bool parse_fast(std::string_view line) {
     const char* p = line.data();
     const char* const end = p + line.size();
     const auto literal = [&](const auto& s) { return raw::consume(p, end, s); };
-    const auto string = [&](std::string& out) {
+    // A string: a view of the line, or of `buffer` when it has escapes (valid until the next line).
+    const auto string = [&](std::string_view& out, std::string& buffer) {
       if (p == end || *p != '"') return false;
-      out.clear();
-      p = scan_unescape_append(p, end, out);
+      p = scan_string_view(p, end, out, buffer);
       return p != nullptr;
     };
     // An integer read_int() takes (within ±9·10^15).
@@ -218,6 +220,7 @@ struct opencode_mapper::impl {
       return true;
     };
     long long ignored = 0;
+    std::string_view session, part_session, part_id, message_id, text, reason, tool, call, status, title;
     if (!literal(R"({"type":")")) return false;
     event_kind kind = event_kind::unknown;
     if (literal(R"(text",)")) kind = event_kind::text;
@@ -227,32 +230,36 @@ struct opencode_mapper::impl {
     else if (literal(R"(tool_use",)")) kind = event_kind::tool_use;
     else return false;
     // The event's session id wins over the part's; an empty one would let the part's count: On-Demand decides.
-    if (!literal(R"("timestamp":)") || !integer(ignored) || !literal(R"(,"sessionID":)") || !string(fast_session) ||
-        fast_session.empty() || !literal(R"(,"part":{)"))
+    if (!literal(R"("timestamp":)") || !integer(ignored) || !literal(R"(,"sessionID":)") ||
+        !string(session, fast_session) || session.empty() || !literal(R"(,"part":{)"))
       return false;
     oc_event e;
     if (kind == event_kind::tool_use) {
-      if (!literal(R"("type":"tool","tool":)") || !string(fast_tool) || !literal(R"(,"callID":)") ||
-          !string(fast_call) || !literal(R"(,"state":{"status":)") || !string(fast_status) ||
-          !literal(R"(,"input":)") || (p = raw_to_json(p, end, fast_input)) == nullptr || !literal(R"(,"output":)") ||
-          !string(fast_text) || !literal(R"(,"metadata":)") || (p = raw_to_json(p, end, fast_metadata)) == nullptr ||
-          !literal(R"(,"title":)") || !string(fast_title) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
-          !literal(R"(,"end":)") || !integer(ignored) || !literal(R"(}},"id":)") || !string(fast_part_id) ||
-          !literal(R"(,"sessionID":)") || !string(fast_part_session) || !literal(R"(,"messageID":)") ||
-          !string(fast_message_id) || !literal("}"))
+      if (!literal(R"("type":"tool","tool":)") || !string(tool, fast_tool) || !literal(R"(,"callID":)") ||
+          !string(call, fast_call) || !literal(R"(,"state":{"status":)") || !string(status, fast_status) ||
+          !literal(R"(,"input":)") || (p = raw_to_json(p, end, fast_input)) == nullptr ||
+          !literal(R"(,"output":)") || !string(text, fast_text) || !literal(R"(,"metadata":)") ||
+          (p = raw_to_json(p, end, fast_metadata)) == nullptr || !literal(R"(,"title":)") ||
+          !string(title, fast_title) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
+          !literal(R"(,"end":)") || !integer(ignored) || !literal(R"(}},"id":)") || !string(part_id, fast_part_id) ||
+          !literal(R"(,"sessionID":)") || !string(part_session, fast_part_session) || !literal(R"(,"messageID":)") ||
+          !string(message_id, fast_message_id) || !literal("}"))
         return false;
-      if (fast_call.empty() && fast_part_id.empty()) return false;  // invalid: On-Demand says so
-      e.tool = fast_tool;
-      e.call_id = fast_call;
-      e.status = fast_status;
-      e.output = fast_text;
-      e.title = fast_title;
+      if (call.empty() && part_id.empty()) return false;  // invalid: On-Demand says so
+      e.tool = tool;
+      e.call_id = call;
+      e.status = status;
+      e.output = text;
+      e.title = title;
+      e.session_id = session;
+      e.part_id = part_id;
+      e.message_id = message_id;
       return accept_fast(line, p, kind, std::move(e));
     }
-    if (!literal(R"("id":)") || !string(fast_part_id)) return false;
-    if (kind == event_kind::step_finish && (!literal(R"(,"reason":)") || !string(fast_reason))) return false;
-    if (!literal(R"(,"messageID":)") || !string(fast_message_id) || !literal(R"(,"sessionID":)") ||
-        !string(fast_part_session) || !literal(R"(,"type":")"))
+    if (!literal(R"("id":)") || !string(part_id, fast_part_id)) return false;
+    if (kind == event_kind::step_finish && (!literal(R"(,"reason":)") || !string(reason, fast_reason))) return false;
+    if (!literal(R"(,"messageID":)") || !string(message_id, fast_message_id) || !literal(R"(,"sessionID":)") ||
+        !string(part_session, fast_part_session) || !literal(R"(,"type":")"))
       return false;
     switch (kind) {
       case event_kind::step_start:
@@ -261,10 +268,10 @@ struct opencode_mapper::impl {
       case event_kind::text:
       case event_kind::reasoning:
         if (!literal(kind == event_kind::text ? std::string_view(R"(text",)") : std::string_view(R"(reasoning",)")) ||
-            !literal(R"("text":)") || !string(fast_text) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
-            !literal(R"(,"end":)") || !integer(ignored) || !literal("}}"))
+            !literal(R"("text":)") || !string(text, fast_text) || !literal(R"(,"time":{"start":)") ||
+            !integer(ignored) || !literal(R"(,"end":)") || !integer(ignored) || !literal("}}"))
           return false;
-        e.text = fast_text;
+        e.text = text;
         e.has_text = true;
         break;
       default: {  // step_finish
@@ -277,24 +284,24 @@ struct opencode_mapper::impl {
           return false;
         e.has_tokens = true;
         e.cost = static_cast<double>(cost);
-        e.reason = fast_reason;
+        e.reason = reason;
         break;
       }
     }
+    e.session_id = session;
+    e.part_id = part_id;
+    e.message_id = message_id;
     return accept_fast(line, p, kind, std::move(e));
   }
 
   // The end of a fast-path line at `p` (the part's closing brace read): the event's brace, then only whitespace, and
-  // valid UTF-8 throughout; then `e` (with the fields every part line has) becomes the event.
+  // valid UTF-8 throughout; then `e` becomes the event.
   bool accept_fast(std::string_view line, const char* p, event_kind kind, oc_event&& e) {
     const char* const end = line.data() + line.size();
     if (p == end || *p != '}' || raw::skip_ws(p + 1, end) != end) return false;
-    if (!utf8->validate_utf8(line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
+    if (!valid_utf8(*utf8, line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
     e.kind = kind;
     e.has_type = e.has_part = true;
-    e.session_id = fast_session;
-    e.part_id = fast_part_id;
-    e.message_id = fast_message_id;
     if (kind == event_kind::tool_use) {
       // The event takes the values converted in place.
       e.input.swap(fast_input);

@@ -183,9 +183,8 @@ bool x_event::needs_snapshot() const noexcept {
 }
 
 bool pi_event_parser::valid_utf8(const char* p, std::size_t n) const noexcept {
-  // A short ASCII span (the rest of a line after a memoized prefix) is checked inline.
-  if (n <= 256 && raw::is_ascii(p, n)) return true;
-  return utf8_->validate_utf8(p, n);
+  // Often a short ASCII span: the rest of a line after a memoized prefix.
+  return detail::valid_utf8(*utf8_, p, n);
 }
 
 void pi_event_parser::reserve_buffer(std::size_t needed) {
