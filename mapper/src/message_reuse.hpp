@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,16 @@
 #include <vector>
 
 namespace agenthost::mapper::detail {
+
+/// The most heap a kept message may hold, and the largest string buffer a refill keeps.
+inline constexpr std::size_t kMaxKeptBytes = 32 * 1024;
+
+/// `s = value`, in s's buffer unless that buffer is larger than kMaxKeptBytes (then it is given back): a message that
+/// once carried a large output does not keep its buffer through every later refill.
+inline void assign_kept(std::string& s, std::string_view value) {
+  if (s.capacity() > kMaxKeptBytes) std::string(value).swap(s);
+  else s.assign(value);
+}
 
 /// Writes the members of one JSON object in ascending key order (the order std::map keeps them in), each key once.
 /// A member that is already there with the same key is overwritten in place (a string keeps its buffer); members
@@ -35,7 +46,7 @@ class object_writer {
 
   void string(std::string_view key, std::string_view value) {
     nlohmann::json& v = slot(key);
-    if (v.is_string()) v.get_ref<std::string&>().assign(value);
+    if (v.is_string()) assign_kept(v.get_ref<std::string&>(), value);
     else v = std::string(value);
   }
   void boolean(std::string_view key, bool value) { slot(key) = value; }
@@ -82,12 +93,14 @@ inline void copy_into(nlohmann::json& target, const nlohmann::json& source) {
       const auto& from = source.get_ref<const nlohmann::json::array_t&>();
       if (!target.is_array()) target = nlohmann::json(nlohmann::json::value_t::array);
       auto& to = target.get_ref<nlohmann::json::array_t&>();
+      if (to.capacity() > std::max(from.size(), kMaxKeptBytes / sizeof(nlohmann::json)))
+        nlohmann::json::array_t().swap(to);  // a large array's buffer is given back, as assign_kept does
       to.resize(from.size());
       for (std::size_t i = 0; i < from.size(); ++i) copy_into(to[i], from[i]);
       return;
     }
     case nlohmann::json::value_t::string:
-      if (target.is_string()) target.get_ref<std::string&>() = source.get_ref<const std::string&>();
+      if (target.is_string()) assign_kept(target.get_ref<std::string&>(), source.get_ref<const std::string&>());
       else target = source;
       return;
     default:
@@ -125,16 +138,26 @@ inline void object_writer::copy(std::string_view key, const nlohmann::json& valu
 }
 
 /// The messages handed back to a mapper, a few per type, for it to refill (not thread-safe: one per mapper).
+///
+/// It keeps up to kPerType messages of each type, none holding more than kMaxKeptBytes (retains_at_most). Walking a
+/// message to know its size costs about as much as refilling it, so the pool walks a message only once it stops being
+/// the next one to refill: when another message of its type is kept on top of it, and every kSweepEvery recycle()
+/// calls for the one on top. A steady stream (each message refilled right after it comes back) walks none, and one
+/// that carried a large output is still freed soon: at the latest kSweepEvery recycle() calls later, or when it is
+/// refilled (assign_kept gives large buffers back).
 class message_pool {
  public:
   /// Appends a message of `type` to `out` and returns it: a recycled one when there is one (its content is still the
   /// old one: fill it with an object_writer, whose done() drops what was not rewritten), else one with an empty
   /// object.
   transport::message& start(std::vector<transport::message>& out, transport::message_type type) {
-    auto& kept = kept_[static_cast<std::size_t>(type)];
-    if (kept.empty()) return out.emplace_back(transport::message{type, nlohmann::json(nlohmann::json::value_t::object)});
+    const auto t = static_cast<std::size_t>(type);
+    auto& kept = kept_[t];
+    if (kept.empty())
+      return out.emplace_back(transport::message{type, nlohmann::json(nlohmann::json::value_t::object)});
     transport::message& m = out.emplace_back(std::move(kept.back()));
     kept.pop_back();
+    unchecked_top_[t] = false;  // the rest were checked when they were covered
     return m;
   }
 
@@ -155,14 +178,14 @@ class message_pool {
     c.done();
   }
 
-  /// Keeps up to kPerType messages of each type, of at most kMaxBytes each (retains_at_most); empties `used`.
+  /// Keeps what it can of `used` (see the class); empties `used`.
   void recycle(std::vector<transport::message>& used) noexcept {
     for (transport::message& m : used) {
-      const auto type = static_cast<std::size_t>(m.type);
-      if (type >= kTypes) continue;
-      auto& kept = kept_[type];
-      std::size_t budget = kMaxBytes;
-      if (kept.size() >= kPerType || !m.content.is_object() || !retains_at_most(m.content, budget)) continue;
+      const auto t = static_cast<std::size_t>(m.type);
+      if (t >= kTypes) continue;
+      auto& kept = kept_[t];
+      if (kept.size() >= kPerType || !m.content.is_object()) continue;
+      if (unchecked_top_[t]) check_top(t);  // covered now
       if (kept.capacity() == 0) {
         try {
           kept.reserve(kPerType);  // once per type: the pushes below never allocate
@@ -171,16 +194,31 @@ class message_pool {
         }
       }
       kept.push_back(std::move(m));
+      unchecked_top_[t] = true;
     }
     used.clear();
+    if (++recycles_ % kSweepEvery == 0) {
+      for (std::size_t t = 0; t < kTypes; ++t)
+        if (unchecked_top_[t]) check_top(t);
+    }
   }
 
   static constexpr std::size_t kPerType = 8;
-  static constexpr std::size_t kMaxBytes = 32 * 1024;
+  static constexpr std::size_t kSweepEvery = 64;
 
  private:
   static constexpr std::size_t kTypes = static_cast<std::size_t>(transport::message_type::terminal_cancelled) + 1;
+
+  // The top message of type `t`, never walked: dropped when it holds too much.
+  void check_top(std::size_t t) noexcept {
+    unchecked_top_[t] = false;
+    std::size_t budget = kMaxKeptBytes;
+    if (!retains_at_most(kept_[t].back().content, budget)) kept_[t].pop_back();
+  }
+
   std::array<std::vector<transport::message>, kTypes> kept_{};
+  std::array<bool, kTypes> unchecked_top_{};  // kept_[t].back() was not walked yet
+  std::size_t recycles_ = 0;
 };
 
 }  // namespace agenthost::mapper::detail

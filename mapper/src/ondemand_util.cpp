@@ -1,6 +1,7 @@
 // Internal helpers around simdjson On-Demand.
 #include "ondemand_util.hpp"
 
+#include "message_reuse.hpp"
 #include "raw_scan.hpp"
 
 #include <algorithm>
@@ -291,6 +292,7 @@ const char* raw_to_json(const char* p, const char* end, nlohmann::json& out, int
     case '"': {
       if (!out.is_string()) out = nlohmann::json(nlohmann::json::value_t::string);
       auto& s = out.get_ref<std::string&>();
+      if (s.capacity() > kMaxKeptBytes) std::string().swap(s);  // not kept for every later refill
       s.clear();
       return scan_unescape_append(p, end, s);
     }

@@ -112,6 +112,73 @@ TEST(ObjectWriter, RetainedBytesAreBounded) {
   EXPECT_FALSE(detail::retains_at_most(json{{"items", many}}, budget));  // elements count too
 }
 
+TEST(ObjectWriter, GivesBackALargeStringBufferWhenRefilling) {
+  json j = {{"output", std::string(100000, 'o')}};
+  object_writer w(j);
+  w.string("output", "ok");
+  w.done();
+  EXPECT_EQ(j.at("output"), "ok");
+  EXPECT_LE(j.at("output").get_ref<const std::string&>().capacity(), detail::kMaxKeptBytes);
+
+  json a = {{"items", json::array()}};  // an array refilled by copy_into with far fewer elements
+  for (int i = 0; i < 5000; ++i) a["items"].push_back(i);
+  detail::copy_into(a, json{{"items", {1, 2}}, {"note", std::string(50000, 'n')}});
+  EXPECT_EQ(a.at("items"), json::array({1, 2}));
+  EXPECT_LE(a.at("items").get_ref<const json::array_t&>().capacity() * sizeof(json), detail::kMaxKeptBytes);
+  detail::copy_into(a, json{{"items", {1}}, {"note", "n"}});  // the copied large string is given back too
+  EXPECT_LE(a.at("note").get_ref<const std::string&>().capacity(), detail::kMaxKeptBytes);
+}
+
+// ---- message_pool: which handed-back messages it keeps ------------------------------------------------------------
+
+// The message start() hands out next for `type`: a kept one, or a fresh one (an empty object).
+json next_content(detail::message_pool& pool, message_type type) {
+  std::vector<message> out;
+  pool.start(out, type);
+  return out.back().content;
+}
+
+std::vector<message> one(message_type type, json content) {
+  std::vector<message> v;
+  v.push_back(message{type, std::move(content)});
+  return v;
+}
+
+TEST(MessagePool, ALargeMessageIsDroppedOnceAnotherIsKeptOnTopOfIt) {
+  detail::message_pool pool;
+  auto big = one(message_type::tool_completed, {{"output", std::string(100000, 'o')}});
+  auto small = one(message_type::tool_completed, {{"output", "ok"}});
+  pool.recycle(big);
+  pool.recycle(small);
+  EXPECT_EQ(next_content(pool, message_type::tool_completed), json({{"output", "ok"}}));
+  EXPECT_EQ(next_content(pool, message_type::tool_completed), json::object());  // not the large one
+}
+
+TEST(MessagePool, ALargeMessageOnTopIsDroppedWithinASweep) {
+  detail::message_pool pool;
+  auto big = one(message_type::assistant, {{"text", std::string(100000, 't')}});
+  pool.recycle(big);
+  std::vector<message> none;
+  for (std::size_t i = 1; i < detail::message_pool::kSweepEvery; ++i) pool.recycle(none);
+  EXPECT_EQ(next_content(pool, message_type::assistant), json::object());
+}
+
+TEST(MessagePool, KeepsSmallMessagesUpToEightPerTypeLastInFirstOut) {
+  detail::message_pool pool;
+  for (int i = 0; i < 10; ++i) {
+    auto m = one(message_type::assistant_thought, {{"text", std::to_string(i)}});
+    pool.recycle(m);
+  }
+  for (std::size_t i = 0; i < detail::message_pool::kSweepEvery; ++i) {  // a sweep keeps what is small
+    std::vector<message> none;
+    pool.recycle(none);
+  }
+  for (int i = 7; i >= 0; --i)
+    EXPECT_EQ(next_content(pool, message_type::assistant_thought), json({{"text", std::to_string(i)}}));
+  EXPECT_EQ(next_content(pool, message_type::assistant_thought), json::object());
+  EXPECT_EQ(next_content(pool, message_type::assistant), json::object());  // kept per type
+}
+
 // ---- raw_to_json refills its target in place (the OpenCode fast path converts each tool's input into the last one) -
 
 TEST(RawToJson, RefillingGivesWhatAFreshConversionGives) {
