@@ -1,0 +1,232 @@
+// Internal: child::impl, the Asio glue of a child process tree, shared by its three source files:
+//   child.cpp       spawning, the public API, the event sources (stderr, the direct child's exit, the reaper's
+//                   control socket) and destruction;
+//   child_io.cpp    stdout (plain and read-coalescing), stdin;
+//   child_stop.cpp  signals, the tree's members and the three-phase stop.
+// Ownership: `child` holds a shared_ptr<impl>; every pending internal operation holds one too, so the impl outlives
+// the `child` until the operations were aborted by shutdown(). Every member runs on the child's executor.
+#pragma once
+
+#include <agenthost/process/child.hpp>
+
+#include "detail/unique_fd.hpp"
+#include "linux/proc_tree.hpp"
+#include "posix/read_poller.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace agenthost::process {
+
+namespace detail {
+
+template <class Sig>
+using handler_t = boost::asio::any_completion_handler<Sig>;
+
+template <class Sig, class Executor, class... Args>
+void post_completion_keep_slot(handler_t<Sig> h, const Executor& fallback, Args... args) {
+  // Post to our executor first (never complete inline), then hop to the handler's associated executor.
+  boost::asio::post(fallback, [h = std::move(h), fallback, ... args = std::move(args)]() mutable {
+    auto ex = boost::asio::get_associated_executor(h, fallback);
+    boost::asio::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable {
+      std::move(h)(std::move(args)...);
+    });
+  });
+}
+
+// Completes `h` on its associated executor (never inline from the initiating function). The cancellation slot is
+// cleared first, except from inside the slot's own handler, where clearing would destroy the running function.
+template <class Sig, class Executor, class... Args>
+void post_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
+  boost::asio::get_associated_cancellation_slot(h).clear();
+  post_completion_keep_slot(std::move(h), fallback, std::move(args)...);
+}
+
+// Completes `h` now, on its associated executor (inline when that is the one running). Only for code that already
+// runs on the child's executor outside any initiating function — one of our own completions — where a post would
+// only add a scheduler round trip. The handler may start the next read right away: that read only arms the poller or
+// posts, so the stack does not grow.
+template <class Sig, class Executor, class... Args>
+void dispatch_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
+  boost::asio::get_associated_cancellation_slot(h).clear();
+  auto ex = boost::asio::get_associated_executor(h, fallback);
+  boost::asio::dispatch(ex,
+                        [h = std::move(h), ... args = std::move(args)]() mutable { std::move(h)(std::move(args)...); });
+}
+
+}  // namespace detail
+
+struct child::impl : std::enable_shared_from_this<impl> {
+  using error_code = boost::system::error_code;
+  using clock_type = std::chrono::steady_clock;
+
+  struct waiter {
+    std::uint64_t id = 0;
+    detail::handler_t<void(error_code, exit_status)> handler;
+  };
+  std::uint64_t next_waiter_id = 1;
+  struct pending_write {
+    std::string data;
+    detail::handler_t<void(error_code, std::size_t)> handler;
+  };
+
+  executor_type ex;
+  spawn_options opts;
+  containment_kind mode = containment_kind::session;
+  int agent_pid = -1;
+  int direct_pid = -1;       // the reaper, or the agent in session mode
+  detail::unique_fd direct_pidfd;    // pins direct_pid: no PID-reuse race for signals and waits
+  bool direct_is_child = true;  // false: a reaper forked by the spawn server (the server reaps it, not us)
+  boost::asio::posix::stream_descriptor pidfd_watch;  // a dup of direct_pidfd, for readiness
+  boost::asio::posix::stream_descriptor out;
+  boost::asio::posix::stream_descriptor err;
+  boost::asio::local::stream_protocol::socket in;     // a socket, not a pipe: send() uses MSG_NOSIGNAL, so no SIGPIPE
+  boost::asio::posix::stream_descriptor control;      // reaper mode: SOCK_SEQPACKET
+  boost::asio::steady_timer stop_timer;
+
+  // stdout
+  line_framer framer;
+  std::vector<line_view> batch;
+  bool out_eof = false;
+  bool reading = false;
+  // stdout with read coalescing (opts.read_coalescing > 0): the pipe is never given to the reactor — Asio registers a
+  // descriptor edge-triggered at assign(), and every agent write would wake us (see posix/read_poller.hpp).
+  detail::unique_fd out_fd;
+  std::shared_ptr<detail::poll_source> coalesced;
+  detail::read_poller* poller = nullptr;
+  detail::handler_t<void(error_code, line_batch)> pending_read;
+  std::uint64_t read_id = 0;  // tells a stale cancellation-slot handler from the current read's
+  bool out_full = false;      // the last read filled the whole chunk: more is probably waiting
+  // stderr
+  std::vector<char> err_buf;
+  std::string err_tail;
+  std::uint64_t err_total = 0;
+  // lifecycle
+  std::optional<exit_status> leader_status;
+  clock_type::time_point leader_exit_time{};
+  bool direct_reaped = false;
+  bool reaper_said_empty = false;
+  bool tree_gone = false;
+  bool shut_down = false;
+  std::list<waiter> waiters;
+  // stdin
+  std::deque<pending_write> writes;
+  bool stdin_open = false;
+  // stop
+  bool stopping = false;
+  stop_policy policy;
+  clock_type::time_point stop_start{};
+  stop_phase phase = stop_phase::already_gone;
+  std::vector<detail::handler_t<void(error_code, stop_report)>> stop_handlers;
+  std::unordered_map<int, std::uint64_t> known_members;  // session mode: pid -> start time of every member seen
+  std::string tree_token;                         // session mode: "AGENTHOST_TREE_TOKEN=<random>" in the agent's env
+
+  explicit impl(executor_type e, spawn_options o)
+      : ex(std::move(e)),
+        opts(std::move(o)),
+        pidfd_watch(ex),
+        out(ex),
+        err(ex),
+        in(ex),
+        control(ex),
+        stop_timer(ex),
+        framer(opts.max_line_bytes, opts.oversize_head_bytes) {}
+
+  void log(log_level l, const std::string& m) const { opts.log.log(l, m); }
+
+  // ---- event sources --------------------------------------------------------------------------------------------
+
+  void start_background();
+  void drain_stderr();
+  void append_stderr(std::string_view s);
+  std::string stderr_tail() const;
+  void watch_direct_child();
+  // The direct child's status once it exited. A reaper forked by the spawn server is not our child: waitid() would
+  // report ECHILD at once, so its pidfd's readability says whether it exited (status unknown_status; its "exit" and
+  // "empty" messages carry what matters).
+  std::optional<exit_status> reap_direct();
+  void on_direct_child_exit();
+  // The reaper is gone. Normally it said "exit" and "empty" first — those are still queued on the control socket when
+  // its exit wakes us first: read them now. If it died (crash, SIGKILL) we cannot know the tree is gone; the stop's
+  // kill phase sweeps from the host side.
+  void on_reaper_gone(exit_status status);
+  void read_control();
+  void on_control_readable();
+  // Handles every queued message; false once the socket reached EOF (the reaper closes it only by exiting).
+  bool drain_control();
+  void handle_control_message(std::string_view msg);
+  void set_leader_status(exit_status s);
+  void set_tree_gone();
+
+  // ---- stdout -------------------------------------------------------------------------------------------------
+
+  // Takes the stdout pipe (spawn); grows it first (both modes).
+  void adopt_stdout(detail::unique_fd fd);
+  void read_lines(detail::handler_t<void(error_code, line_batch)> h);
+  void read_more(detail::handler_t<void(error_code, line_batch)> h);
+  void on_stdout(error_code ec, std::size_t n, detail::handler_t<void(error_code, line_batch)> h);
+
+  // ---- stdout, coalescing mode --------------------------------------------------------------------------------
+
+  void read_lines_coalesced(detail::handler_t<void(error_code, line_batch)> h);
+  // Runs inside the cancellation slot's handler (on the child's executor, like every call into the child).
+  void cancel_coalesced(std::uint64_t id);
+  void on_coalesced_ready();
+  // One read() per tick; a short read means the pipe is empty (no second read just to see EAGAIN). A read that fills
+  // the chunk without completing a line (a long line) is followed by more: up to 16 now, then after a post.
+  void read_coalesced(bool from_initiation);
+
+  // ---- stdin --------------------------------------------------------------------------------------------------
+
+  void write_stdin(boost::asio::const_buffer data, detail::handler_t<void(error_code, std::size_t)> h);
+  void write_next();
+  void close_stdin() noexcept;
+
+  // ---- signals and tree ---------------------------------------------------------------------------------------
+
+  // The live processes of the tree. Reaper mode: everything below the reaper (complete, the reaper adopts orphans).
+  // Session mode (best effort): the agent, its session, every member seen before (they keep being found after they
+  // were reparented) and their descendants; the environment-token scan (reads every process's environ, so it is
+  // costlier) runs when `thorough` or when the cheap scan finds nothing — it is what catches daemons that left the
+  // session and lost their parent links.
+  std::vector<detail::proc_entry> scan_members(bool thorough = false);
+  error_code send_signal(int sig, signal_target target) noexcept;
+  // Session mode: SIGKILL everything we can find; true when nothing is left.
+  bool session_kill_sweep(bool thorough = false);
+  bool session_tree_gone(bool thorough = false);
+
+  // ---- the three-phase stop -------------------------------------------------------------------------------------
+
+  void stop(stop_policy p, detail::handler_t<void(error_code, stop_report)> h);
+  std::chrono::milliseconds stop_tick(clock_type::time_point deadline) const;
+  void arm_stop_timer(std::chrono::milliseconds phase_length);
+  void wait_stop_timer(clock_type::time_point deadline);
+  void on_stop_tick(clock_type::time_point deadline);
+  // The reaper is unresponsive or gone: kill what we can find below it ourselves.
+  void host_side_kill_sweep();
+  void finish_stop(std::vector<int> survivors);
+
+  // ---- destruction --------------------------------------------------------------------------------------------
+
+  // Bounded synchronous kill of the tree, then close everything (pending operations complete with
+  // operation_aborted).
+  void shutdown() noexcept;
+};
+
+}  // namespace agenthost::process

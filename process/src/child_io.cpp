@@ -1,0 +1,192 @@
+// child: stdout (plain and read-coalescing) and stdin (see child_impl.hpp).
+#include "child_impl.hpp"
+
+#include "linux/pipe_size.hpp"
+
+#include <boost/asio/write.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace agenthost::process {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using detail::dispatch_completion;
+using detail::handler_t;
+using detail::post_completion;
+using detail::post_completion_keep_slot;
+using detail::unique_fd;
+
+void child::impl::adopt_stdout(unique_fd fd) {
+  detail::grow_pipe(fd.get(), opts.read_chunk_bytes);
+  error_code ec;
+  if (opts.read_coalescing.count() <= 0) {
+    out.assign(fd.release(), ec);
+    out.non_blocking(true, ec);
+    return;
+  }
+  (void)::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+  out_fd = std::move(fd);
+  poller = &detail::read_poller::of(ex);
+  coalesced = std::make_shared<detail::poll_source>(
+      detail::poll_source{.fd = out_fd.get(),
+                          .executor = ex,
+                          .interval = opts.read_coalescing,
+                          .on_ready = [w = weak_from_this()] {
+                            if (auto self = w.lock()) self->on_coalesced_ready();
+                          }});
+}
+
+void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
+  if (reading) return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
+  batch.clear();
+  if (out_eof || shut_down)
+    return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
+  reading = true;
+  if (coalesced) return read_lines_coalesced(std::move(h));
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) {
+    slot.assign([w = weak_from_this()](asio::cancellation_type) {
+      if (auto self = w.lock()) {
+        error_code ignored;
+        self->out.cancel(ignored);
+      }
+    });
+  }
+  read_more(std::move(h));
+}
+
+void child::impl::read_more(handler_t<void(error_code, line_batch)> h) {
+  auto space = framer.prepare(opts.read_chunk_bytes);
+  out.async_read_some(asio::buffer(space.data(), space.size()),
+                      [self = shared_from_this(), h = std::move(h)](error_code ec, std::size_t n) mutable {
+                        self->on_stdout(ec, n, std::move(h));
+                      });
+}
+
+void child::impl::on_stdout(error_code ec, std::size_t n, handler_t<void(error_code, line_batch)> h) {
+  framer.commit(n, [this](const line_view& l) { batch.push_back(l); });
+  if (ec == asio::error::operation_aborted || (ec && shut_down)) {
+    reading = false;
+    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+    return post_completion(std::move(h), ex, error_code(asio::error::operation_aborted), line_batch{});
+  }
+  if (ec) {  // EOF (or an error, treated as EOF: nothing more can come)
+    if (ec != asio::error::eof) log(log_level::warn, "reading the agent's stdout failed: " + ec.message());
+    out_eof = true;
+    framer.finish([this](const line_view& l) { batch.push_back(l); });
+    reading = false;
+    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+    return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
+  }
+  if (batch.empty()) return read_more(std::move(h));
+  reading = false;
+  post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+}
+
+void child::impl::read_lines_coalesced(handler_t<void(error_code, line_batch)> h) {
+  const std::uint64_t id = ++read_id;
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) {
+    slot.assign([w = weak_from_this(), id](asio::cancellation_type) {
+      if (auto self = w.lock()) self->cancel_coalesced(id);
+    });
+  }
+  pending_read.swap(h);  // not operator=: Boost 1.81's move assignment wraps the handler in itself (endless recursion)
+  // Bulk output is not throttled by the tick: after a read that filled the chunk, read again at once.
+  if (out_full) return read_coalesced(true);
+  poller->arm(coalesced);
+}
+
+void child::impl::cancel_coalesced(std::uint64_t id) {
+  if (!reading || id != read_id || !pending_read) return;
+  poller->disarm(coalesced.get());
+  reading = false;
+  // The batch is empty (a read completes as soon as it has a line); a partial line stays in the framer: no data is
+  // lost. The slot is kept: clearing it here would destroy the function that is running.
+  post_completion_keep_slot(std::move(pending_read), ex, error_code(asio::error::operation_aborted), line_batch{});
+}
+
+void child::impl::on_coalesced_ready() {
+  if (!reading || !pending_read || shut_down) return;  // cancelled or destroyed since the tick saw the pipe
+  read_coalesced(false);
+}
+
+void child::impl::read_coalesced(bool from_initiation) {
+  for (int reads = 0; reads < 16;) {
+    auto space = framer.prepare(opts.read_chunk_bytes);
+    const ssize_t n = ::read(out_fd.get(), space.data(), space.size());
+    if (n > 0) {
+      ++reads;
+      framer.commit(static_cast<std::size_t>(n), [this](const line_view& l) { batch.push_back(l); });
+      out_full = static_cast<std::size_t>(n) == space.size();
+      if (!batch.empty() || !out_full) break;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    out_full = false;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // nothing after all: wait for the next tick
+    // EOF, or an error: exactly the normal path's handling (on_stdout posts).
+    const error_code ec = n == 0 ? error_code(asio::error::eof) : error_code(errno, boost::system::system_category());
+    return on_stdout(ec, 0, std::move(pending_read));
+  }
+  if (batch.empty()) {
+    if (!out_full) return poller->arm(coalesced);
+    // A very long line: go on after the other handlers had their turn, without waiting for a tick.
+    return asio::post(ex, [w = weak_from_this()] {
+      if (auto self = w.lock()) self->on_coalesced_ready();
+    });
+  }
+  reading = false;
+  if (from_initiation) return post_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));
+  dispatch_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));
+}
+
+void child::impl::write_stdin(asio::const_buffer data, handler_t<void(error_code, std::size_t)> h) {
+  if (opts.stdin_mode != stdin_kind::pipe)
+    return post_completion(std::move(h), ex, make_error_code(errc::stdin_not_piped), std::size_t{0});
+  if (!stdin_open) return post_completion(std::move(h), ex, make_error_code(errc::stdin_closed), std::size_t{0});
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) {
+    slot.assign([w = weak_from_this()](asio::cancellation_type) {
+      if (auto self = w.lock()) {
+        error_code ignored;
+        self->in.cancel(ignored);
+      }
+    });
+  }
+  writes.push_back({std::string(static_cast<const char*>(data.data()), data.size()), std::move(h)});
+  if (writes.size() == 1) write_next();
+}
+
+void child::impl::write_next() {
+  if (writes.empty()) return;
+  asio::async_write(in, asio::buffer(writes.front().data), [self = shared_from_this()](error_code ec, std::size_t n) {
+    auto w = std::move(self->writes.front());
+    self->writes.pop_front();
+    if (ec == asio::error::broken_pipe || ec == asio::error::connection_reset || ec == asio::error::bad_descriptor ||
+        (ec && !self->stdin_open)) {
+      ec = make_error_code(errc::stdin_closed);
+    }
+    post_completion(std::move(w.handler), self->ex, ec, n);
+    if (ec == errc::stdin_closed) {
+      // Everything queued behind fails the same way.
+      auto rest = std::move(self->writes);
+      self->writes.clear();
+      for (auto& r : rest) post_completion(std::move(r.handler), self->ex, ec, std::size_t{0});
+      return;
+    }
+    self->write_next();
+  });
+}
+
+void child::impl::close_stdin() noexcept {
+  if (!stdin_open) return;
+  stdin_open = false;
+  error_code ignored;
+  in.shutdown(asio::socket_base::shutdown_send, ignored);
+  in.close(ignored);  // pending writes complete with operation_aborted → stdin_closed
+}
+
+}  // namespace agenthost::process

@@ -1,0 +1,185 @@
+// child: signals, the tree's members and the three-phase stop (see child_impl.hpp).
+#include "child_impl.hpp"
+
+#include "linux/launch.hpp"
+
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace agenthost::process {
+
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+using detail::handler_t;
+using detail::post_completion;
+using detail::try_reap;
+
+std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
+  const auto all = detail::scan_processes();
+  if (mode == containment_kind::reaper) return detail::tree_members(all, direct_pid, false, 0);
+  std::vector<detail::proc_entry> roots;
+  roots.reserve(known_members.size() + 1);
+  for (const auto& [pid, start] : known_members) roots.push_back({.pid = pid, .start_time = start});
+  if (!direct_reaped) roots.push_back({.pid = agent_pid});
+  auto now = detail::collect_tree(all, roots, agent_pid, ::getpid());
+  if (thorough || now.empty()) {
+    const auto tagged = detail::processes_with_env(all, tree_token);
+    if (!tagged.empty()) {
+      roots.insert(roots.end(), tagged.begin(), tagged.end());
+      now = detail::collect_tree(all, roots, agent_pid, ::getpid());
+    }
+  }
+  for (const auto& m : now)
+    if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
+  return now;
+}
+
+error_code child::impl::send_signal(int sig, signal_target target) noexcept {
+  if (tree_gone || (mode == containment_kind::session && direct_reaped && target == signal_target::leader))
+    return make_error_code(errc::not_running);
+  if (mode == containment_kind::reaper) {
+    if (!control.is_open()) return make_error_code(errc::not_running);
+    const char* what = target == signal_target::leader ? "leader" : target == signal_target::group ? "group" : "tree";
+    const std::string msg = std::string("signal ") + what + " " + std::to_string(sig);
+    if (::send(control.native_handle(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+      return {errno, boost::system::system_category()};
+    return {};
+  }
+  switch (target) {
+    case signal_target::leader:
+      if (detail::pidfd_send_signal(direct_pidfd.get(), sig) != 0) return {errno, boost::system::system_category()};
+      return {};
+    case signal_target::group:
+      // The agent leads its own session and group; the group id is not recycled while the group has members.
+      if (::kill(-agent_pid, sig) != 0 && errno != ESRCH) return {errno, boost::system::system_category()};
+      if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), 0);
+      return {};
+    case signal_target::tree:
+      if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), sig);
+      for (const auto& m : scan_members(true))
+        if (m.pid != agent_pid) detail::signal_process(m, sig);
+      return {};
+  }
+  return {};
+}
+
+bool child::impl::session_kill_sweep(bool thorough) {
+  if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
+  auto members = scan_members(thorough);
+  for (const auto& m : members)
+    if (m.pid != agent_pid) detail::signal_process(m, SIGKILL);
+  return members.empty() && direct_reaped;
+}
+
+bool child::impl::session_tree_gone(bool thorough) {
+  if (!direct_reaped) {
+    if (auto st = try_reap(direct_pidfd.get())) {
+      direct_reaped = true;
+      set_leader_status(*st);
+    }
+  }
+  // Scan even while the leader lives: members found now stay known after they are reparented.
+  const bool members_left = !scan_members(thorough).empty();
+  return direct_reaped && !members_left;
+}
+
+void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h) {
+  stop_handlers.push_back(std::move(h));
+  if (stopping) return;  // joins the running stop
+  stopping = true;
+  policy = std::move(p);
+  stop_start = clock_type::now();
+  if (tree_gone || (mode == containment_kind::session && session_tree_gone(true))) {
+    tree_gone = true;
+    phase = stop_phase::already_gone;
+    return finish_stop({});
+  }
+  phase = stop_phase::interrupt;
+  if (!policy.interrupt_bytes.empty() && stdin_open && opts.stdin_mode == stdin_kind::pipe) {
+    // Best effort and never blocking: a full or closed stdin must not delay the stop.
+    (void)::send(in.native_handle(), policy.interrupt_bytes.data(), policy.interrupt_bytes.size(),
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  if (policy.close_stdin) close_stdin();
+  if (policy.interrupt_signal != 0) (void)send_signal(policy.interrupt_signal, policy.interrupt_target);
+  arm_stop_timer(policy.graceful_wait);
+}
+
+std::chrono::milliseconds child::impl::stop_tick(clock_type::time_point deadline) const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+  if (mode == containment_kind::reaper) return std::max(left, std::chrono::milliseconds{0});
+  // Session mode has no "tree empty" event: poll /proc.
+  return std::clamp(left, std::chrono::milliseconds{0}, std::chrono::milliseconds{10});
+}
+
+void child::impl::arm_stop_timer(std::chrono::milliseconds phase_length) {
+  const auto deadline = clock_type::now() + phase_length;
+  wait_stop_timer(deadline);
+}
+
+void child::impl::wait_stop_timer(clock_type::time_point deadline) {
+  stop_timer.expires_after(stop_tick(deadline));
+  stop_timer.async_wait([self = shared_from_this(), deadline](error_code) { self->on_stop_tick(deadline); });
+}
+
+void child::impl::on_stop_tick(clock_type::time_point deadline) {
+  if (mode == containment_kind::session && !tree_gone && session_tree_gone()) tree_gone = true;
+  if (tree_gone) return finish_stop({});
+  if (mode == containment_kind::session && phase == stop_phase::kill) session_kill_sweep();
+  if (clock_type::now() < deadline) return wait_stop_timer(deadline);
+  if (phase == stop_phase::interrupt) {
+    phase = stop_phase::kill;
+    if (mode == containment_kind::reaper) {
+      if (control.is_open()) {
+        (void)::send(control.native_handle(), "kill", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
+      } else {
+        host_side_kill_sweep();
+      }
+    } else {
+      session_kill_sweep(true);
+    }
+    return arm_stop_timer(policy.kill_wait);
+  }
+  // Kill phase timed out: sweep once more ourselves and report what is left.
+  host_side_kill_sweep();
+  auto survivors = scan_members(true);
+  std::vector<int> pids;
+  for (const auto& s : survivors) pids.push_back(s.pid);
+  if (!direct_reaped && mode == containment_kind::session) pids.push_back(agent_pid);
+  if (pids.empty() && (mode == containment_kind::session || direct_reaped)) {
+    tree_gone = true;
+    return finish_stop({});
+  }
+  finish_stop(std::move(pids));
+}
+
+void child::impl::host_side_kill_sweep() {
+  if (mode == containment_kind::session) {
+    session_kill_sweep();
+    return;
+  }
+  for (const auto& m : scan_members()) detail::signal_process(m, SIGKILL);
+}
+
+void child::impl::finish_stop(std::vector<int> survivors) {
+  stop_timer.cancel();
+  stop_report r;
+  r.phase = phase;
+  r.elapsed = clock_type::now() - stop_start;
+  if (leader_status && leader_exit_time > stop_start) r.leader_exit_after = leader_exit_time - stop_start;
+  r.leader_status = leader_status;
+  r.survivors = std::move(survivors);
+  const error_code ec = r.survivors.empty() ? error_code{} : make_error_code(errc::stop_incomplete);
+  if (!r.survivors.empty())
+    log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived");
+  auto handlers = std::move(stop_handlers);
+  stop_handlers.clear();
+  for (auto& h : handlers) post_completion(std::move(h), ex, ec, r);
+  // A later stop reports "already gone" (or tries again if something survived).
+  stopping = false;
+}
+
+}  // namespace agenthost::process
