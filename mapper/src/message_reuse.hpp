@@ -66,24 +66,13 @@ class object_writer {
   nlohmann::json& slot(std::string_view key) {
     // Members before `key` were not written this time: stale ones from the message this object held before.
     while (next_ != object_->end()) {
-      const int order = compare_key(next_->first, key);
+      const int order = next_->first.compare(key);
       if (order == 0) return (next_++)->second;
       if (order > 0) break;
       next_ = object_->erase(next_);
     }
     // A member this object did not have: inserted before `next_`, which stays the next candidate.
     return object_->emplace_hint(next_, std::string(key), nullptr)->second;
-  }
-
-  // std::string::compare for the short keys of a message, inline: a memcmp call per member was most of the writer's
-  // cost (same order: bytes as unsigned char, then length).
-  static int compare_key(const std::string& a, std::string_view b) noexcept {
-    const std::size_t n = std::min(a.size(), b.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-      if (x != y) return x < y ? -1 : 1;
-    }
-    return a.size() == b.size() ? 0 : a.size() < b.size() ? -1 : 1;
   }
 
   nlohmann::json::object_t* object_;
