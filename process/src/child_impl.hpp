@@ -192,6 +192,11 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // the chunk without completing a line (a long line) is followed by more: up to 16 now, then after a post.
   void read_coalesced(bool from_initiation);
 
+  // Makes `h`'s cancellation slot, when it has one, cancel the pending operations on `stream` (if the impl still
+  // lives then). Defined in child_io.cpp, its only user.
+  template <class Sig, class Stream>
+  void cancel_on_slot(detail::handler_t<Sig>& h, Stream impl::*stream);
+
   // ---- stdin --------------------------------------------------------------------------------------------------
 
   void write_stdin(boost::asio::const_buffer data, detail::handler_t<void(error_code, std::size_t)> h);

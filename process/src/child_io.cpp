@@ -18,6 +18,18 @@ using detail::post_completion;
 using detail::post_completion_keep_slot;
 using detail::unique_fd;
 
+template <class Sig, class Stream>
+void child::impl::cancel_on_slot(handler_t<Sig>& h, Stream impl::*stream) {
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (!slot.is_connected()) return;
+  slot.assign([w = weak_from_this(), stream](asio::cancellation_type) {
+    if (auto self = w.lock()) {
+      error_code ignored;
+      ((*self).*stream).cancel(ignored);
+    }
+  });
+}
+
 void child::impl::adopt_stdout(unique_fd fd) {
   detail::grow_pipe(fd.get(), opts.read_chunk_bytes);
   error_code ec;
@@ -45,15 +57,7 @@ void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
     return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
   reading = true;
   if (coalesced) return read_lines_coalesced(std::move(h));
-  auto slot = asio::get_associated_cancellation_slot(h);
-  if (slot.is_connected()) {
-    slot.assign([w = weak_from_this()](asio::cancellation_type) {
-      if (auto self = w.lock()) {
-        error_code ignored;
-        self->out.cancel(ignored);
-      }
-    });
-  }
+  cancel_on_slot(h, &impl::out);
   read_more(std::move(h));
 }
 
@@ -147,15 +151,7 @@ void child::impl::write_stdin(asio::const_buffer data, handler_t<void(error_code
   if (opts.stdin_mode != stdin_kind::pipe)
     return post_completion(std::move(h), ex, make_error_code(errc::stdin_not_piped), std::size_t{0});
   if (!stdin_open) return post_completion(std::move(h), ex, make_error_code(errc::stdin_closed), std::size_t{0});
-  auto slot = asio::get_associated_cancellation_slot(h);
-  if (slot.is_connected()) {
-    slot.assign([w = weak_from_this()](asio::cancellation_type) {
-      if (auto self = w.lock()) {
-        error_code ignored;
-        self->in.cancel(ignored);
-      }
-    });
-  }
+  cancel_on_slot(h, &impl::in);
   writes.push_back({std::string(static_cast<const char*>(data.data()), data.size()), std::move(h)});
   if (writes.size() == 1) write_next();
 }
