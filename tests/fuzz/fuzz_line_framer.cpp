@@ -1,7 +1,7 @@
 // Fuzz target: process::line_framer under arbitrary read boundaries, compared with a one-shot split of the same bytes.
 //
 // Input layout: [max selector][head selector][chunk-count][chunk sizes…][payload]. The payload is framed three times
-// — feed() with the fuzzer's chunk sizes, prepare()/commit() with over-sized prepare() spans (what child.cpp does),
+// — feed() with the fuzzer's chunk sizes, prepare()/commit() with over-sized prepare() spans (what child_io.cpp does),
 // and again after finish() (the framer must reset, BOM rule included) — and every result must equal the reference
 // below, which implements the rules of line_framer.hpp on the whole input at once:
 //   split on '\n'; strip one trailing '\r'; strip a UTF-8 BOM at the start of the stream; an unterminated last line is
