@@ -220,7 +220,8 @@ struct opencode_mapper::impl {
       return true;
     };
     long long ignored = 0;
-    std::string_view session, part_session, part_id, message_id, text, reason, tool, call, status, title;
+    oc_event e;  // its strings are read straight into it
+    std::string_view part_session;  // checked, not kept (the event's session id wins)
     if (!literal(R"({"type":")")) return false;
     event_kind kind = event_kind::unknown;
     if (literal(R"(text",)")) kind = event_kind::text;
@@ -231,34 +232,26 @@ struct opencode_mapper::impl {
     else return false;
     // The event's session id wins over the part's; an empty one would let the part's count: On-Demand decides.
     if (!literal(R"("timestamp":)") || !integer(ignored) || !literal(R"(,"sessionID":)") ||
-        !string(session, fast_session) || session.empty() || !literal(R"(,"part":{)"))
+        !string(e.session_id, fast_session) || e.session_id.empty() || !literal(R"(,"part":{)"))
       return false;
-    oc_event e;
     if (kind == event_kind::tool_use) {
-      if (!literal(R"("type":"tool","tool":)") || !string(tool, fast_tool) || !literal(R"(,"callID":)") ||
-          !string(call, fast_call) || !literal(R"(,"state":{"status":)") || !string(status, fast_status) ||
+      if (!literal(R"("type":"tool","tool":)") || !string(e.tool, fast_tool) || !literal(R"(,"callID":)") ||
+          !string(e.call_id, fast_call) || !literal(R"(,"state":{"status":)") || !string(e.status, fast_status) ||
           !literal(R"(,"input":)") || (p = raw_to_json(p, end, fast_input)) == nullptr ||
-          !literal(R"(,"output":)") || !string(text, fast_text) || !literal(R"(,"metadata":)") ||
+          !literal(R"(,"output":)") || !string(e.output, fast_text) || !literal(R"(,"metadata":)") ||
           (p = raw_to_json(p, end, fast_metadata)) == nullptr || !literal(R"(,"title":)") ||
-          !string(title, fast_title) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
-          !literal(R"(,"end":)") || !integer(ignored) || !literal(R"(}},"id":)") || !string(part_id, fast_part_id) ||
-          !literal(R"(,"sessionID":)") || !string(part_session, fast_part_session) || !literal(R"(,"messageID":)") ||
-          !string(message_id, fast_message_id) || !literal("}"))
+          !string(e.title, fast_title) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
+          !literal(R"(,"end":)") || !integer(ignored) || !literal(R"(}},"id":)") ||
+          !string(e.part_id, fast_part_id) || !literal(R"(,"sessionID":)") ||
+          !string(part_session, fast_part_session) || !literal(R"(,"messageID":)") ||
+          !string(e.message_id, fast_message_id) || !literal("}"))
         return false;
-      if (call.empty() && part_id.empty()) return false;  // invalid: On-Demand says so
-      e.tool = tool;
-      e.call_id = call;
-      e.status = status;
-      e.output = text;
-      e.title = title;
-      e.session_id = session;
-      e.part_id = part_id;
-      e.message_id = message_id;
+      if (e.call_id.empty() && e.part_id.empty()) return false;  // invalid: On-Demand says so
       return accept_fast(line, p, kind, std::move(e));
     }
-    if (!literal(R"("id":)") || !string(part_id, fast_part_id)) return false;
-    if (kind == event_kind::step_finish && (!literal(R"(,"reason":)") || !string(reason, fast_reason))) return false;
-    if (!literal(R"(,"messageID":)") || !string(message_id, fast_message_id) || !literal(R"(,"sessionID":)") ||
+    if (!literal(R"("id":)") || !string(e.part_id, fast_part_id)) return false;
+    if (kind == event_kind::step_finish && (!literal(R"(,"reason":)") || !string(e.reason, fast_reason))) return false;
+    if (!literal(R"(,"messageID":)") || !string(e.message_id, fast_message_id) || !literal(R"(,"sessionID":)") ||
         !string(part_session, fast_part_session) || !literal(R"(,"type":")"))
       return false;
     switch (kind) {
@@ -268,10 +261,9 @@ struct opencode_mapper::impl {
       case event_kind::text:
       case event_kind::reasoning:
         if (!literal(kind == event_kind::text ? std::string_view(R"(text",)") : std::string_view(R"(reasoning",)")) ||
-            !literal(R"("text":)") || !string(text, fast_text) || !literal(R"(,"time":{"start":)") ||
+            !literal(R"("text":)") || !string(e.text, fast_text) || !literal(R"(,"time":{"start":)") ||
             !integer(ignored) || !literal(R"(,"end":)") || !integer(ignored) || !literal("}}"))
           return false;
-        e.text = text;
         e.has_text = true;
         break;
       default: {  // step_finish
@@ -284,13 +276,9 @@ struct opencode_mapper::impl {
           return false;
         e.has_tokens = true;
         e.cost = static_cast<double>(cost);
-        e.reason = reason;
         break;
       }
     }
-    e.session_id = session;
-    e.part_id = part_id;
-    e.message_id = message_id;
     return accept_fast(line, p, kind, std::move(e));
   }
 

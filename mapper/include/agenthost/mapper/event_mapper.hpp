@@ -83,8 +83,9 @@ class event_mapper {
   /// `used.clear()`. The mapper may keep a few of them (a handful per message type) and fill their members in place
   /// for the messages it appends later, so that a steady stream of events allocates nothing per message. Bounded: one
   /// that holds more than 32 KiB is freed within 64 calls of recycle() (sooner when more messages of its type come
-  /// back), and a refill keeps no string buffer above 32 KiB. Purely an optimization: clearing the vector yourself is equally correct, and the
-  /// messages a mapper appends are the same either way. Any messages may be passed, also ones the caller modified.
+  /// back), and a refill keeps no string buffer above 32 KiB. Purely an optimization: clearing the vector yourself is
+  /// equally correct, and the messages a mapper appends are the same either way. Any messages may be passed, also
+  /// ones the caller modified.
   virtual void recycle(std::vector<transport::message>& used) { used.clear(); }
 };
 
