@@ -298,9 +298,16 @@ open_calls::call* mapper_core::close_target(std::vector<message>& out, std::stri
 
 void mapper_core::begin_close(object_writer& c, const open_calls::call& call, std::string_view name,
                               std::string_view text, bool is_error) {
-  // Keys in order: error|output < name < raw_output < tool_call_id.
-  c.string(is_error ? "error" : "output", text);
-  c.string("name", name.empty() ? std::string_view(call.name) : name);
+  // Keys in ascending order (object_writer refills in place only then): error < name < output < raw_output <
+  // tool_call_id.
+  const std::string_view call_name = name.empty() ? std::string_view(call.name) : name;
+  if (is_error) {
+    c.string("error", text);
+    c.string("name", call_name);
+  } else {
+    c.string("name", call_name);
+    c.string("output", text);
+  }
 }
 
 void mapper_core::end_close(object_writer& c, open_calls::call& call, std::string_view id) {

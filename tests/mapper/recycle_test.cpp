@@ -1,6 +1,7 @@
 // event_mapper::recycle: handing consumed messages back changes nothing in what a mapper emits (every recorded
-// transcript of every agent, also when the consumer modified the messages it handed back), reuses their storage, and
-// keeps no large buffer. And object_writer, which refills a recycled message's content in place.
+// transcript of every agent, also when the consumer modified the messages it handed back), reuses their storage (a
+// steady stream allocates nothing), and keeps no large buffer. And object_writer, which refills a recycled message's
+// content in place.
 #include "mapper_test_util.hpp"
 #include "message_reuse.hpp"
 #include "ondemand_util.hpp"
@@ -13,9 +14,46 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <new>
+
+// Counts this thread's allocations while a test asks for it (allocations_in): this test program replaces the global
+// operator new and delete, every form but the aligned ones (those keep the library's pair, which nothing here mixes
+// with these). All forms are replaced together so that no block crosses allocators (AddressSanitizer checks that).
+namespace {
+thread_local bool t_counting = false;
+thread_local std::size_t t_allocations = 0;
+
+void* counted_malloc(std::size_t size) noexcept {
+  if (t_counting) ++t_allocations;
+  return std::malloc(size == 0 ? 1 : size);
+}
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (void* p = counted_malloc(size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return ::operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted_malloc(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_malloc(size); }
+// GCC takes the free() below for a mismatch with the new-expressions it sees inlined; it is this operator new's pair.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 namespace agenthost::mapper::test {
 namespace {
@@ -336,6 +374,63 @@ TEST(Recycle, ARecycledMessageIsRefilledInPlace) {
     mapper.recycle(out);
   }
   EXPECT_EQ(completed, 3U);
+}
+
+/// The operator new calls `f` makes on this thread.
+template <class F>
+std::size_t allocations_in(F&& f) {
+  const std::size_t before = t_allocations;
+  t_counting = true;
+  std::forward<F>(f)();
+  t_counting = false;
+  return t_allocations - before;
+}
+
+/// An OpenCode run of `n` tool calls, each reported once, completed, as `opencode run --format json` prints them.
+std::vector<std::string> opencode_tool_uses(std::size_t n) {
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < n; ++i) {
+    lines.push_back(
+        R"({"type":"tool_use","timestamp":1796011996448,"sessionID":"ses_1","part":{"type":"tool","tool":"bash",)"
+        R"("callID":"call_)" + std::to_string(i) +
+        R"(","state":{"status":"completed","input":{"command":"ls src"},"output":"main.cpp\nparser.cpp\n",)"
+        R"("metadata":{"output":"main.cpp\nparser.cpp\n","exit":0,"truncated":false},"title":"ls src",)"
+        R"("time":{"start":1796011996148,"end":1796011996348}},"id":"prt_)" + std::to_string(i) +
+        R"(","sessionID":"ses_1","messageID":"msg_1"}})");
+  }
+  return lines;
+}
+
+TEST(Recycle, ASteadyRunOfToolCallsAllocatesNothing) {
+  // Each message comes back before the next line, so each is refilled in place: same keys, same string buffers.
+  // A writer that writes a message's keys out of order (object_writer inserts and erases members then) or a
+  // bookkeeping table that allocates per call fails this. The first calls fill the pool and the tables.
+  struct run {
+    std::string what;
+    std::unique_ptr<event_mapper> mapper;
+    std::vector<std::string> lines;
+  };
+  run runs[] = {
+      {"codex", std::make_unique<codex_mapper>(), codex_commands(1500, "ok 12/12\\n")},
+      {"opencode", std::make_unique<opencode_mapper>(), opencode_tool_uses(1500)},
+  };
+  for (auto& r : runs) {
+    const std::size_t warm_up = r.lines.size() - 200;  // past the 1,024 closed ids remembered: their ring is full
+    std::vector<message> out;
+    std::size_t messages = 0;
+    auto map = [&](std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) {
+        r.mapper->on_line(r.lines[i], out);
+        messages += out.size();
+        r.mapper->recycle(out);
+      }
+    };
+    map(0, warm_up);
+    const std::size_t before = messages;
+    EXPECT_EQ(allocations_in([&] { map(warm_up, r.lines.size()); }), 0U) << r.what;
+    EXPECT_GE(messages - before, 200U) << r.what;  // every line was mapped into messages
+    EXPECT_EQ(r.mapper->stats().invalid_lines, 0U) << r.what;
+  }
 }
 
 TEST(Recycle, KeepsNoLargeBuffer) {
