@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -64,6 +65,9 @@ class object_writer {
 
  private:
   nlohmann::json& slot(std::string_view key) {
+    // Out of order, the result is still right, but each refill erases and re-inserts members (allocations).
+    assert(last_key_.empty() || last_key_ < key);
+    last_key_ = key;
     // Members before `key` were not written this time: stale ones from the message this object held before.
     while (next_ != object_->end()) {
       const int order = next_->first.compare(key);
@@ -77,6 +81,7 @@ class object_writer {
 
   nlohmann::json::object_t* object_;
   nlohmann::json::object_t::iterator next_;
+  std::string_view last_key_;  // the key written last (checked in debug builds: keys come in ascending order)
 };
 
 /// `target = source`, reusing what `target` already holds: members with the same keys, strings' buffers, array
