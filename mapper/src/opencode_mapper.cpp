@@ -219,7 +219,9 @@ struct opencode_mapper::impl {
       p = q;
       return true;
     };
-    long long ignored = 0;
+    // An integer the mapper does not read (timestamps, the token total): checked, not converted. On-Demand never
+    // reads these, so accepting only canonical integers keeps the fast path the stricter one.
+    const auto skipped_integer = [&] { return (p = raw::skip_small_int(p, end)) != nullptr; };
     oc_event e;  // its strings are read straight into it
     std::string_view part_session;  // checked, not kept (the event's session id wins)
     if (!literal(R"({"type":")")) return false;
@@ -231,7 +233,7 @@ struct opencode_mapper::impl {
     else if (literal(R"(tool_use",)")) kind = event_kind::tool_use;
     else return false;
     // The event's session id wins over the part's; an empty one would let the part's count: On-Demand decides.
-    if (!literal(R"("timestamp":)") || !integer(ignored) || !literal(R"(,"sessionID":)") ||
+    if (!literal(R"("timestamp":)") || !skipped_integer() || !literal(R"(,"sessionID":)") ||
         !string(e.session_id, fast_session) || e.session_id.empty() || !literal(R"(,"part":{)"))
       return false;
     if (kind == event_kind::tool_use) {
@@ -240,8 +242,8 @@ struct opencode_mapper::impl {
           !literal(R"(,"input":)") || (p = raw_to_json(p, end, fast_input)) == nullptr ||
           !literal(R"(,"output":)") || !string(e.output, fast_text) || !literal(R"(,"metadata":)") ||
           (p = raw_to_json(p, end, fast_metadata)) == nullptr || !literal(R"(,"title":)") ||
-          !string(e.title, fast_title) || !literal(R"(,"time":{"start":)") || !integer(ignored) ||
-          !literal(R"(,"end":)") || !integer(ignored) || !literal(R"(}},"id":)") ||
+          !string(e.title, fast_title) || !literal(R"(,"time":{"start":)") || !skipped_integer() ||
+          !literal(R"(,"end":)") || !skipped_integer() || !literal(R"(}},"id":)") ||
           !string(e.part_id, fast_part_id) || !literal(R"(,"sessionID":)") ||
           !string(part_session, fast_part_session) || !literal(R"(,"messageID":)") ||
           !string(e.message_id, fast_message_id) || !literal("}"))
@@ -262,13 +264,13 @@ struct opencode_mapper::impl {
       case event_kind::reasoning:
         if (!literal(kind == event_kind::text ? std::string_view(R"(text",)") : std::string_view(R"(reasoning",)")) ||
             !literal(R"("text":)") || !string(e.text, fast_text) || !literal(R"(,"time":{"start":)") ||
-            !integer(ignored) || !literal(R"(,"end":)") || !integer(ignored) || !literal("}}"))
+            !skipped_integer() || !literal(R"(,"end":)") || !skipped_integer() || !literal("}}"))
           return false;
         e.has_text = true;
         break;
       default: {  // step_finish
         long long cost = 0;
-        if (!literal(R"(step-finish","tokens":{"total":)") || !integer(ignored) || !literal(R"(,"input":)") ||
+        if (!literal(R"(step-finish","tokens":{"total":)") || !skipped_integer() || !literal(R"(,"input":)") ||
             !integer(e.input_tokens) || !literal(R"(,"output":)") || !integer(e.output_tokens) ||
             !literal(R"(,"reasoning":)") || !integer(e.reasoning_tokens) || !literal(R"(,"cache":{"write":)") ||
             !integer(e.cache_write) || !literal(R"(,"read":)") || !integer(e.cache_read) ||

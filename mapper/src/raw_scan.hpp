@@ -364,4 +364,17 @@ inline const char* parse_small_int(const char* p, const char* end, std::int64_t&
   return p;
 }
 
+/// The integers parse_small_int accepts, skipped without their value: no multiply chain per digit (OpenCode's
+/// 13-digit timestamps, three per line, cost a tenth of its mapper's time when parsed).
+inline const char* skip_small_int(const char* p, const char* end) noexcept {
+  const char* const digits_begin = p < end && *p == '-' ? p + 1 : p;
+  const char* q = digits_begin;
+  while (q < end && static_cast<unsigned char>(*q - '0') < 10) ++q;
+  const std::ptrdiff_t digits = q - digits_begin;
+  if (digits == 0 || digits > 18) return nullptr;
+  if (*digits_begin == '0' && (digits > 1 || digits_begin != p)) return nullptr;
+  if (q < end && !is_ws(*q) && *q != ',' && *q != '}' && *q != ']') return nullptr;
+  return q;
+}
+
 }  // namespace agenthost::mapper::detail::raw

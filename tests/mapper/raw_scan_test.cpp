@@ -63,3 +63,19 @@ TEST(RawScan, EqualBytesFindsADifferenceAtEveryPositionOfEveryLength) {
     }
   }
 }
+
+TEST(RawScan, SkipSmallIntAcceptsWhatParseSmallIntAcceptsAndEndsWhereItEnds) {
+  const std::string cases[] = {
+      "0", "7", "-7", "42,", "1796011996448}", "1796011996448]", "12 ", "123456789012345678", "-123456789012345678",
+      // rejected by both: too long, leading zero, -0, no digits, a fraction, an exponent, no delimiter after it
+      "1234567890123456789", "01", "-0", "-", "", "x", "1.5", "1e3", "12a", "-01", "+1", "--1"};
+  for (const std::string& c : cases) {
+    const char* end = c.data() + c.size();
+    std::int64_t value = 0;
+    const char* parsed = raw::parse_small_int(c.data(), end, value);
+    EXPECT_EQ(raw::skip_small_int(c.data(), end), parsed) << '"' << c << '"';
+  }
+  // Both accept 18 digits and stop before the delimiter; both refuse a 19th digit (the On-Demand path decides).
+  const std::string ts = R"(1796011996448,"sessionID")";
+  EXPECT_EQ(raw::skip_small_int(ts.data(), ts.data() + ts.size()), ts.data() + 13);
+}
