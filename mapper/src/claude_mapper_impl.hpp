@@ -37,11 +37,7 @@ struct claude_mapper::impl {
 
   explicit impl(claude_mapper_options o)
       : options(std::move(o)),
-        core(detail::core_options{.agent = options.agent,
-                                  .max_invalid_lines = options.max_invalid_lines,
-                                  .max_invalid_line_bytes = options.max_invalid_line_bytes,
-                                  .requested_session_id = options.requested_session_id,
-                                  .merge_adjacent_text = options.merge_adjacent_text}) {}
+        core(detail::core_options_of(options)) {}
 
   // One content block of the current API message, by index.
   struct block_state {

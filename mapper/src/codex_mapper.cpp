@@ -175,11 +175,7 @@ bool codex_error_is_retryable(std::string_view error_message) noexcept {
 struct codex_mapper::impl {
   explicit impl(codex_mapper_options o)
       : options(std::move(o)),
-        core(core_options{.agent = options.agent,
-                          .max_invalid_lines = options.max_invalid_lines,
-                          .max_invalid_line_bytes = options.max_invalid_line_bytes,
-                          .requested_session_id = options.requested_session_id,
-                          .merge_adjacent_text = options.merge_adjacent_text}) {}
+        core(core_options_of(options)) {}
 
   codex_mapper_options options;
   mapper_core core;

@@ -344,11 +344,7 @@ bool gemini_error_is_retryable(std::string_view msg, std::string_view type, std:
 struct gemini_mapper::impl {
   explicit impl(gemini_mapper_options o)
       : options(std::move(o)),
-        core(detail::core_options{.agent = options.agent,
-                                  .max_invalid_lines = options.max_invalid_lines,
-                                  .max_invalid_line_bytes = options.max_invalid_line_bytes,
-                                  .requested_session_id = options.requested_session_id,
-                                  .merge_adjacent_text = options.merge_adjacent_text}) {}
+        core(detail::core_options_of(options)) {}
 
   gemini_mapper_options options;
   detail::mapper_core core;

@@ -45,6 +45,16 @@ struct core_options {
   bool merge_adjacent_text = false;
 };
 
+/// The core_options of a mapper's options: every agent's options carry these five fields under the same names.
+template <class MapperOptions>
+core_options core_options_of(const MapperOptions& o) {
+  return core_options{.agent = o.agent,
+                      .max_invalid_lines = o.max_invalid_lines,
+                      .max_invalid_line_bytes = o.max_invalid_line_bytes,
+                      .requested_session_id = o.requested_session_id,
+                      .merge_adjacent_text = o.merge_adjacent_text};
+}
+
 /// Token counts summed over every model call of a run (contract `usage`).
 struct usage_sum {
   long long input = 0, output = 0, cache_read = 0, cache_write = 0, reasoning = 0;

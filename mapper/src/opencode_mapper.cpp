@@ -73,11 +73,7 @@ bool final_reason(std::string_view reason) noexcept { return reason != "tool-cal
 struct opencode_mapper::impl {
   explicit impl(opencode_mapper_options o)
       : options(std::move(o)),
-        core(core_options{.agent = options.agent,
-                          .max_invalid_lines = options.max_invalid_lines,
-                          .max_invalid_line_bytes = options.max_invalid_line_bytes,
-                          .requested_session_id = options.requested_session_id,
-                          .merge_adjacent_text = options.merge_adjacent_text}) {}
+        core(core_options_of(options)) {}
 
   opencode_mapper_options options;
   mapper_core core;

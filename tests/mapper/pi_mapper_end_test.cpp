@@ -1,7 +1,7 @@
 // Behavioural tests of the pi mapper, how a run ends and what it reports: terminals (exit codes, signals, HTTP
 // errors, auto-retries, truncation), the session, usage and stats, and bad input. Texts, thinking and tools are in
 // pi_mapper_test.cpp.
-#include "mapper_test_util.hpp"
+#include "pi_mapper_test_util.hpp"
 
 #include <algorithm>
 #include <string>
@@ -9,13 +9,6 @@
 
 namespace agenthost::mapper::test {
 namespace {
-
-const std::string kToolTurn = "pi-0.73.1-json-tool-turn.jsonl";
-const std::string kThinking = "pi-0.73.1-json-thinking.jsonl";
-const std::string kDerivedToolTurn = "derived-1.x-delta-only-tool-turn.jsonl";
-const std::string kHttp400 = "pi-0.73.1-json-http400-error.jsonl";
-const std::string kRetry503 = "pi-0.73.1-json-503-auto-retry.jsonl";
-const std::string kThinkingAnswer = "After thinking it over: the answer is 42. 你好，世界!";
 
 // ---- terminal -----------------------------------------------------------------------------------------------------------
 

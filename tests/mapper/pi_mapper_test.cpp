@@ -1,6 +1,6 @@
 // Behavioural tests of the pi mapper: exact texts, both wire formats, snapshots, thinking, tools (how a run ends,
 // the session, usage, stats and bad input: pi_mapper_end_test.cpp).
-#include "mapper_test_util.hpp"
+#include "pi_mapper_test_util.hpp"
 
 #include <algorithm>
 #include <string>
@@ -8,16 +8,6 @@
 
 namespace agenthost::mapper::test {
 namespace {
-
-const std::string kToolTurn = "pi-0.73.1-json-tool-turn.jsonl";
-const std::string kThinking = "pi-0.73.1-json-thinking.jsonl";
-const std::string kDerivedToolTurn = "derived-1.x-delta-only-tool-turn.jsonl";
-const std::string kRetry503 = "pi-0.73.1-json-503-auto-retry.jsonl";
-
-const std::string kThinkingText =
-    "Let me think about this carefully. First, the question is simple. Second, no tool is needed. Third, I will "
-    "answer briefly and include a greeting: 你好。 Done thinking.";
-const std::string kThinkingAnswer = "After thinking it over: the answer is 42. 你好，世界!";
 
 /// Rewrite lines of a snapshot-era capture: drop `delta` (and the final `content` of *_end) so that only the
 /// cumulative snapshots remain; optionally drop `partial` too (then only the top-level `message` snapshot remains).
