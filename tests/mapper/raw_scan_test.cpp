@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace raw = agenthost::mapper::detail::raw;
 
@@ -78,4 +79,16 @@ TEST(RawScan, SkipSmallIntAcceptsWhatParseSmallIntAcceptsAndEndsWhereItEnds) {
   // Both accept 18 digits and stop before the delimiter; both refuse a 19th digit (the On-Demand path decides).
   const std::string ts = R"(1796011996448,"sessionID")";
   EXPECT_EQ(raw::skip_small_int(ts.data(), ts.data() + ts.size()), ts.data() + 13);
+}
+
+TEST(RawScan, ParseSmallIntGivesTheValue) {
+  const std::pair<std::string, std::int64_t> cases[] = {
+      {"0", 0}, {"7,", 7}, {"-7}", -7}, {"1796011996448", 1796011996448}, {"123456789012345678", 123456789012345678},
+      {"-123456789012345678]", -123456789012345678}};
+  for (const auto& [text, expected] : cases) {
+    std::int64_t value = -1;
+    const char* end = text.data() + text.size();
+    ASSERT_NE(raw::parse_small_int(text.data(), end, value), nullptr) << text;
+    EXPECT_EQ(value, expected) << text;
+  }
 }
