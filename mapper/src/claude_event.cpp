@@ -49,7 +49,7 @@ block_kind classify_block(std::string_view t) noexcept {
 void x_event::reset() {
   kind = line_kind::unknown;
   has_type = false;
-  subtype = session_id = uuid = {};
+  clear_views(subtype, session_id, uuid);
   from_subagent = false;
   api = api_kind::unknown;
   index.reset();
@@ -57,16 +57,16 @@ void x_event::reset() {
   delta_text = {};
   if (!cold_dirty) return;
   cold_dirty = false;
-  model = cwd = {};
+  clear_views(model, cwd);
   attempt.reset();
   max_retries.reset();
   retry_delay_ms.reset();
   error_status.reset();
   error = {};
-  api_message_id = api_model = stop_reason = {};
+  clear_views(api_message_id, api_model, stop_reason);
   // Field by field: assigning a fresh x_block would rebuild its JSON member on every line.
   content_block.kind = block_kind::other;
-  content_block.text = content_block.id = content_block.name = {};
+  clear_views(content_block.text, content_block.id, content_block.name);
   if (content_block.has_input) content_block.input = nullptr;
   content_block.has_input = false;
   content_block.is_error = false;
@@ -75,7 +75,7 @@ void x_event::reset() {
   abandoned_from.reset();
   abandoned_message_id = {};
   has_message = false;
-  message_id = message_model = {};
+  clear_views(message_id, message_model);
   nblocks = 0;
   is_api_error_message = false;
   if (has_tool_use_result) tool_use_result = nullptr;

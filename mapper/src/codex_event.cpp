@@ -143,7 +143,7 @@ bool event_parser::parse_fast(std::string_view line) {
   ev_.kind = kind;
   ev_.has_type = ev_.has_item = true;
   ev_.wrong_type = ev_.has_usage = ev_.has_error_message = false;
-  ev_.thread_id = ev_.message = ev_.error_message = {};
+  clear_views(ev_.thread_id, ev_.message, ev_.error_message);
   return true;
 }
 

@@ -26,7 +26,7 @@ struct x_item {
 
   /// As a default-constructed item, without rebuilding the JSON members that are already null.
   void reset() noexcept {
-    id = type = text = message = command = aggregated_output = status = server = tool = query = {};
+    clear_views(id, type, text, message, command, aggregated_output, status, server, tool, query);
     has_id = has_type = has_text = false;
     exit_code.reset();
     for (nlohmann::json* j : {&changes, &arguments, &result, &error, &action, &items})

@@ -105,7 +105,7 @@ update_kind classify_update(std::string_view t) noexcept {
 
 void x_message::reset() {
   present = false;
-  role = stop_reason = error_message = model = tool_call_id = tool_name = {};
+  clear_views(role, stop_reason, error_message, model, tool_call_id, tool_name);
   has_error_message = false;
   is_error = false;
   has_content = false;
@@ -121,7 +121,7 @@ x_block& x_message::add_block() {
   if (nblocks == blocks.size()) blocks.emplace_back();
   x_block& b = blocks[nblocks++];
   b.kind = block_kind::other;
-  b.text = b.id = b.name = {};
+  clear_views(b.text, b.id, b.name);
   if (b.has_arguments) b.arguments = nullptr;
   b.has_arguments = false;
   return b;
@@ -136,12 +136,12 @@ void x_event::reset() {
   update = update_kind::unknown;
   content_index = -1;
   has_delta = has_content = false;
-  delta = content = update_id = update_tool_name = {};
+  clear_views(delta, content, update_id, update_tool_name);
   if (has_tool_call) {
     tool_call.arguments = nullptr;
     tool_call.has_arguments = false;
     tool_call.kind = block_kind::other;
-    tool_call.text = tool_call.id = tool_call.name = {};
+    clear_views(tool_call.text, tool_call.id, tool_call.name);
     has_tool_call = false;
   }
   if (snapshot.present) snapshot.reset();
@@ -151,8 +151,7 @@ void x_event::reset() {
   if (message.present) message.reset();
   for (std::size_t i = 0; i < ntool_results; ++i) tool_results[i].reset();
   ntool_results = 0;
-  session_id = cwd = {};
-  tool_call_id = tool_name = {};
+  clear_views(session_id, cwd, tool_call_id, tool_name);
   if (has_args) args = nullptr;
   has_args = false;
   if (has_result) result = nullptr;
@@ -166,7 +165,7 @@ void x_event::reset() {
   will_retry = aborted = success = -1;
   has_attempt = has_max_attempts = has_delay = false;
   attempt = max_attempts = delay_ms = 0;
-  error_message = final_error = reason = error = {};
+  clear_views(error_message, final_error, reason, error);
 }
 
 bool x_event::needs_snapshot() const noexcept {
