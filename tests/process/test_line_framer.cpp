@@ -107,6 +107,34 @@ TEST(LineFramer, ArbitraryChunkBoundariesGiveTheSameLines) {
   }
 }
 
+// Reads of many lines (the framer searches 64-byte blocks for their newlines) against a plain split of the whole
+// stream: newlines at every offset of a block, empty lines, runs of newlines, "\r\n" across block and read ends.
+TEST(LineFramer, ReadsOfManyLinesGiveTheLinesOfAWholeSplit) {
+  std::mt19937 rng(7);
+  std::string stream;
+  std::vector<collected> expected;
+  for (int i = 0; i < 3000; ++i) {
+    const std::size_t len = i % 97 == 0 ? 1500 : std::uniform_int_distribution<std::size_t>(0, i % 5 == 0 ? 200 : 70)(rng);
+    std::string line;
+    for (std::size_t k = 0; k < len; ++k) line += static_cast<char>('!' + (k * 7 + static_cast<std::size_t>(i)) % 90);
+    const bool crlf = i % 4 == 1;
+    stream += line + (crlf ? "\r\n" : "\n");
+    expected.push_back({line, false, len});
+  }
+  stream += "tail";
+  expected.push_back({"tail", false, 4});
+  for (int round = 0; round < 40; ++round) {
+    const std::size_t max_chunk = round == 0 ? stream.size() : std::size_t{1} << (3 + round % 10);
+    std::vector<std::string> chunks;
+    for (std::size_t pos = 0; pos < stream.size();) {
+      const std::size_t n = std::uniform_int_distribution<std::size_t>(1, max_chunk)(rng);
+      chunks.push_back(stream.substr(pos, n));
+      pos += n;
+    }
+    ASSERT_EQ(frame(chunks), expected) << "round " << round << ", reads of up to " << max_chunk << " bytes";
+  }
+}
+
 TEST(LineFramer, PrepareCommitDeliversViewsIntoItsOwnBuffer) {
   line_framer f;
   std::vector<std::string> got;
