@@ -111,37 +111,56 @@ bool decode_escape(std::string_view s, std::size_t& i, Sink& sink) {
   }
 }
 
-/// The body of a JSON string (between its quotes) unescaped into `sink` (put(char), run(const char*, size)); lone
-/// UTF-16 surrogates become U+FFFD. False on a malformed escape sequence. Runs without escapes are copied whole.
-template <class Sink>
-bool unescape_body(std::string_view body, Sink& sink) {
-  std::size_t i = 0;
-  while (i < body.size()) {
-    const auto stop = static_cast<std::size_t>(
-        raw::find_byte(body.data() + i, body.data() + body.size(), '\\') - body.data());
-    if (stop > i) sink.run(body.data() + i, stop - i);
-    if (stop == body.size()) break;
-    i = stop + 1;  // the escaped character
-    if (i >= body.size() || !decode_escape(body, i, sink)) return false;
-    ++i;
-  }
-  return true;
-}
-
-struct string_sink {
-  std::string& s;
-  void put(char c) { s += c; }
-  void run(const char* p, std::size_t n) { s.append(p, n); }
-};
+/// The byte a two-character escape stands for (`\n` → '\n'), or 0 for `u` and for anything that is not an escape.
+constexpr std::array<char, 256> kSimpleEscapes = [] {
+  std::array<char, 256> t{};
+  t['"'] = '"';
+  t['\\'] = '\\';
+  t['/'] = '/';
+  t['b'] = '\b';
+  t['f'] = '\f';
+  t['n'] = '\n';
+  t['r'] = '\r';
+  t['t'] = '\t';
+  return t;
+}();
 
 struct pointer_sink {
   char*& d;
   void put(char c) noexcept { *d++ = c; }
-  void run(const char* p, std::size_t n) noexcept {
-    std::memcpy(d, p, n);
-    d += n;
-  }
 };
+
+/// Copies the bytes from `p` up to the first one that ends a run — a backslash, and with `StringSpecials` also '"' and
+/// control characters (raw::find_string_special's set) — to `d`, and returns that byte's position (or `end`); `d` moves
+/// past the run. 16-byte blocks are loaded and stored whole (the bytes after the run's end are overwritten later or lie
+/// beyond the output), so `d` may be written up to 15 bytes past the run: callers either write into a buffer that is as
+/// long as the input and never run ahead of the input they consumed (lenient_unescape_to), or keep that much slack.
+/// (Copying each run with a call to append/memcpy and each escape with push_back cost ~2 cycles per byte of a tool
+/// output with a "\n" every few dozen bytes.)
+template <bool StringSpecials>
+const char* copy_run(const char* p, const char* end, char*& d) noexcept {
+#if defined(__SSE2__)
+  while (end - p >= 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d), x);
+    const unsigned mask = StringSpecials ? raw::string_special_mask(p)
+                                         : static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+    if (mask != 0) {
+      const auto i = static_cast<unsigned>(__builtin_ctz(mask));
+      d += i;
+      return p + i;
+    }
+    p += 16;
+    d += 16;
+  }
+#endif
+  for (; p < end; ++p) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c == '\\' || (StringSpecials && (c == '"' || c < 0x20))) break;
+    *d++ = static_cast<char>(c);
+  }
+  return p;
+}
 
 }  // namespace
 
@@ -151,21 +170,105 @@ bool lenient_unescape(std::string_view raw, std::string& out) {
   std::size_t end = raw.size();
   while (end > 1 && raw[end - 1] != '"') --end;
   if (end <= 1) return false;
-  const std::string_view body = raw.substr(1, end - 2);
   out.clear();
-  out.reserve(body.size());
-  string_sink sink{out};
-  return unescape_body(body, sink);
+  return lenient_unescape_append(raw.substr(1, end - 2), out);
 }
 
 char* lenient_unescape_to(std::string_view body, char* dst) noexcept {
-  pointer_sink sink{dst};
-  return unescape_body(body, sink) ? dst : nullptr;
+  const char* p = body.data();
+  const char* const end = p + body.size();
+  for (;;) {
+    p = copy_run<false>(p, end, dst);
+    if (p == end) return dst;
+    if (end - p >= 2) {
+      if (const char c = kSimpleEscapes[static_cast<unsigned char>(p[1])]; c != 0) {
+        *dst++ = c;
+        p += 2;
+        continue;
+      }
+    }
+    // The escaped character and what follows it, for decode_escape (which leaves `i` on the last byte it consumed).
+    const std::string_view rest(p + 1, static_cast<std::size_t>(end - p - 1));
+    std::size_t i = 0;
+    pointer_sink sink{dst};
+    if (rest.empty() || !decode_escape(rest, i, sink)) return nullptr;
+    p += i + 2;
+  }
 }
 
+namespace {
+
+/// Appends to a std::string through a stack buffer: runs and escapes are written to the buffer with plain stores, and
+/// the buffer goes to the string in one append when it fills up and at the end.
+class appender {
+ public:
+  static constexpr std::size_t kSize = 1024;
+
+  explicit appender(std::string& out) noexcept : out_(out) {}
+  appender(const appender&) = delete;
+  appender& operator=(const appender&) = delete;
+  ~appender() { flush(); }
+
+  /// The write position, with at least `room` bytes of the buffer after it (room <= kSize).
+  char*& at(std::size_t room) {
+    if (this->room() < room) flush();
+    return d_;
+  }
+  /// Bytes left in the buffer after the write position.
+  [[nodiscard]] std::size_t room() const noexcept { return static_cast<std::size_t>(buf_ + kSize - d_); }
+  void flush() {
+    out_.append(buf_, static_cast<std::size_t>(d_ - buf_));
+    d_ = buf_;
+  }
+
+ private:
+  std::string& out_;
+  char buf_[kSize];
+  char* d_ = buf_;
+};
+
+/// copy_run into an appender: stretches as long as the buffer's room less 16 (the block stores' overshoot), flushing
+/// when less than 64 bytes are left.
+template <bool StringSpecials>
+const char* append_run(const char* p, const char* end, appender& out) {
+  for (;;) {
+    char*& d = out.at(64);
+    const auto stretch = static_cast<std::ptrdiff_t>(out.room()) - 16;
+    const char* const stop = p + std::min(end - p, stretch);
+    const char* const q = copy_run<StringSpecials>(p, stop, d);
+    if (q != stop || stop == end) return q;
+    p = q;
+  }
+}
+
+/// One escape at `p` (a backslash) into `out`: the position after it, or nullptr when it is malformed.
+inline const char* append_escape(const char* p, const char* end, appender& out) {
+  char*& d = out.at(4);  // an escape's text is at most 4 bytes (a surrogate pair)
+  if (end - p >= 2) {
+    if (const char c = kSimpleEscapes[static_cast<unsigned char>(p[1])]; c != 0) {  // all but \u: one table load
+      *d++ = c;
+      return p + 2;
+    }
+  }
+  const std::string_view rest(p + 1, static_cast<std::size_t>(end - p - 1));
+  std::size_t i = 0;
+  pointer_sink sink{d};
+  if (rest.empty() || !decode_escape(rest, i, sink)) return nullptr;
+  return p + i + 2;
+}
+
+}  // namespace
+
 bool lenient_unescape_append(std::string_view body, std::string& out) {
-  string_sink sink{out};
-  return unescape_body(body, sink);
+  const char* p = body.data();
+  const char* const end = p + body.size();
+  appender a(out);
+  for (;;) {
+    p = append_run<false>(p, end, a);
+    if (p == end) return true;
+    p = append_escape(p, end, a);
+    if (p == nullptr) return false;
+  }
 }
 
 namespace {
@@ -173,19 +276,15 @@ namespace {
 // The rest of a string body from `p` (inside the string, after its opening quote) up to and including its closing
 // quote, checked and unescaped into `out` as scan_unescape_append does.
 const char* unescape_rest(const char* p, const char* end, std::string& out) {
-  string_sink sink{out};
+  appender a(out);
   for (;;) {
-    const char* run = p;
-    p = raw::find_string_special(p, end);
-    if (p > run) sink.run(run, static_cast<std::size_t>(p - run));
+    p = append_run<true>(p, end, a);
     if (p == end) return nullptr;  // not closed
     if (*p == '"') return p + 1;
     if (*p != '\\' || end - p < 2 || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;  // control character
     // The sequence ends inside the string: a quote is neither an escape letter nor a hex digit.
-    const std::string_view rest(p, static_cast<std::size_t>(end - p));
-    std::size_t i = 1;
-    if (!decode_escape(rest, i, sink)) return nullptr;
-    p += i + 1;
+    p = append_escape(p, end, a);
+    if (p == nullptr) return nullptr;
   }
 }
 
@@ -193,6 +292,10 @@ const char* unescape_rest(const char* p, const char* end, std::string& out) {
 
 const char* scan_unescape_append(const char* p, const char* end, std::string& out) {
   return unescape_rest(p + 1, end, out);
+}
+
+const char* unescape_string_rest(const char* p, const char* end, std::string& out) {
+  return unescape_rest(p, end, out);
 }
 
 const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer) {

@@ -99,6 +99,10 @@ bool lenient_unescape_append(std::string_view body, std::string& out);
 /// nullptr (not closed, a raw control character, a malformed escape; `out` then holds a partial result).
 const char* scan_unescape_append(const char* p, const char* end, std::string& out);
 
+/// The same from `p` inside a string body (after its opening quote, at the start of an escape sequence or of a
+/// character), up to and including the closing quote.
+const char* unescape_string_rest(const char* p, const char* end, std::string& out);
+
 /// The same check, without a copy for a string that has no escape sequence: `out` is then a view of its body in the
 /// input; else `buffer` holds the unescaped text and `out` views it. Returns the position after the closing quote, or
 /// nullptr (`out` unchanged).

@@ -175,6 +175,7 @@ class pi_event_parser {
   const char* fast_update_members(const char* p, const char* end, std::string_view key, const char* line_begin,
                                   bool record_cut);
   const char* fast_string(const char* p, const char* end, std::string_view& out);
+  const char* fast_cumulative_text(const char* p, const char* end, std::string& text);
   void reserve_buffer(std::size_t needed);
   [[nodiscard]] bool valid_utf8(const char* p, std::size_t n) const noexcept;
 
@@ -209,6 +210,11 @@ class pi_event_parser {
   cut_point cut_{};
   std::string memo_prefix_;
   cut_point memo_{};
+  // Fast path memo of tool_execution_update: the last first text item of a partialResult, as its raw body (the bytes
+  // between its quotes) and its unescaped text. partialResult is cumulative, so the next update's text usually starts
+  // with the same bytes: only what follows them is scanned and unescaped (see fast_cumulative_text).
+  std::string text_memo_raw_;
+  std::string text_memo_text_;
 
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;

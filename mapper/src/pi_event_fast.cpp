@@ -171,6 +171,50 @@ const char* pi_event_parser::fast_content_text(const char* p, const char* end, i
   }
 }
 
+namespace {
+
+/// Text items above this size are not memoized (the memo holds the raw and the unescaped text: up to 2 × this).
+constexpr std::size_t kMaxMemoText = std::size_t{4} << 20;
+
+/// Whether `raw` (a string body) ends with a \u escape of a high surrogate: its text (U+FFFD for the lone surrogate)
+/// then depends on what follows, which may pair with it.
+bool ends_with_high_surrogate_escape(std::string_view raw) noexcept {
+  if (raw.size() < 6) return false;
+  const char* e = raw.data() + raw.size() - 6;
+  return e[0] == '\\' && e[1] == 'u' && (e[2] == 'd' || e[2] == 'D') &&
+         ((e[3] >= '8' && e[3] <= '9') || (e[3] >= 'a' && e[3] <= 'b') || (e[3] >= 'A' && e[3] <= 'B'));
+}
+
+}  // namespace
+
+// The first text item of a partialResult (its string at `p`, `text` empty): scan_unescape_append, except that when the
+// body starts with the raw bytes of the last one, their text is taken from the memo and only the rest is scanned and
+// unescaped. That is exact: those bytes were checked and unescaped with an earlier line, and they end where a string
+// ended (never inside an escape sequence; a trailing high surrogate, which could pair with what follows, is not
+// reused). (The caller checked the UTF-8 of the whole line before.)
+const char* pi_event_parser::fast_cumulative_text(const char* p, const char* end, std::string& text) {
+  const char* const body = p + 1;
+  const std::size_t known = text_memo_raw_.size();
+  const char* next = nullptr;
+  if (known > 0 && static_cast<std::size_t>(end - body) > known &&
+      std::memcmp(body, text_memo_raw_.data(), known) == 0 && !ends_with_high_surrogate_escape(text_memo_raw_)) {
+    text.append(text_memo_text_);
+    next = unescape_string_rest(body + known, end, text);
+  } else {
+    next = scan_unescape_append(p, end, text);
+  }
+  if (next == nullptr) return nullptr;
+  const auto raw_size = static_cast<std::size_t>(next - 1 - body);
+  if (raw_size <= kMaxMemoText) {
+    text_memo_raw_.assign(body, raw_size);
+    text_memo_text_.assign(text);
+  } else if (!text_memo_raw_.empty()) {
+    std::string().swap(text_memo_raw_);
+    std::string().swap(text_memo_text_);
+  }
+  return next;
+}
+
 // One item of a content array: appended when its last `type` is the string "text" and its last `text` a string.
 // The text is appended as it is read (one pass) and taken back when the item turns out not to qualify.
 const char* pi_event_parser::fast_content_item(const char* p, const char* end, int depth, bool& first) {
@@ -197,7 +241,7 @@ const char* pi_event_parser::fast_content_item(const char* p, const char* end, i
     } else if (key == "text" && p < end && *p == '"') {
       text.resize(mark);  // a later `text` replaces an earlier one
       if (!first) text += '\n';
-      p = scan_unescape_append(p, end, text);
+      p = first ? fast_cumulative_text(p, end, text) : scan_unescape_append(p, end, text);
       has_text = true;
     } else {
       if (key == "type") type_body = nullptr;  // a later non-string value replaces an earlier string
