@@ -233,19 +233,19 @@ error_code pi_event_parser::parse_ondemand(std::size_t size) {
     if (ev.has_update && ev.needs_snapshot() && !ev.has_snapshot) {
       const std::string_view raw = !deferred_partial_.empty() ? deferred_partial_ : deferred_message_;
       if (!raw.empty()) {
-        if (auto e = parse_deferred(raw, ev.snapshot, true)) return e;
+        if (auto e = parse_deferred(raw, ev.snapshot, true, false)) return e;
         ev.has_snapshot = ev.snapshot.present;
       }
     }
   } else if (!deferred_message_.empty() &&
              (ev.kind == event_kind::message_start || ev.kind == event_kind::message_end ||
               ev.kind == event_kind::turn_end)) {
-    if (auto e = parse_deferred(deferred_message_, ev.message, false)) return e;
+    if (auto e = parse_deferred(deferred_message_, ev.message, false, ev.kind == event_kind::message_start)) return e;
   }
   return simdjson::SUCCESS;
 }
 
-error_code pi_event_parser::parse_deferred(std::string_view raw, x_message& m, bool snapshot_only) {
+error_code pi_event_parser::parse_deferred(std::string_view raw, x_message& m, bool snapshot_only, bool header_only) {
   // `raw` lies inside buffer_, which has at least SIMDJSON_PADDING bytes after the line.
   const std::size_t offset = static_cast<std::size_t>(raw.data() - buffer_.get());
   od::document doc;
@@ -254,7 +254,7 @@ error_code pi_event_parser::parse_deferred(std::string_view raw, x_message& m, b
   if (auto e = doc.get_value().get(v)) return e;
   m.reset();
   // Strings now point into deferred_parser_'s buffers, valid until the next line.
-  return parse_message(v, m, snapshot_only);
+  return parse_message(v, m, snapshot_only, header_only);
 }
 
 error_code pi_event_parser::parse_root(od::object root) {
@@ -316,7 +316,8 @@ error_code pi_event_parser::parse_root(od::object root) {
           return e;
         }
       } else if (k == event_kind::message_start || k == event_kind::message_end || k == event_kind::turn_end) {
-        if (auto e = parse_message(v, ev.message, false)) return e;
+        // message_start: the mapper reads the role and the model only.
+        if (auto e = parse_message(v, ev.message, false, k == event_kind::message_start)) return e;
       }
     } else if (key == "toolResults") {
       if (any || k == event_kind::turn_end) {
@@ -437,10 +438,17 @@ error_code pi_event_parser::parse_update(od::value v) {
   return simdjson::SUCCESS;
 }
 
-error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapshot_only) {
+error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapshot_only, bool header_only) {
   od::object obj;
   if (auto e = v.get_object().get(obj)) return is_type_mismatch(e) ? simdjson::SUCCESS : e;
   m.present = true;
+  // The JSON members (a toolResult's content and details) are checked exactly as to_json reads them but not built
+  // when the mapper ignores them: in message_start (only role and model are read), and for the result of a call the
+  // mapper closed already (its id came before: pi writes toolCallId before content).
+  const auto ignored_json = [&] {
+    return header_only ||
+           (m.role == "toolResult" && !m.tool_call_id.empty() && call_closed_ && call_closed_(m.tool_call_id));
+  };
   for (auto field_result : obj) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
@@ -450,9 +458,13 @@ error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapsh
     if (key == "content") {
       if (!snapshot_only && m.role == "user") continue;  // the prompt: not mapped
       if (!snapshot_only && m.role == "toolResult") {
+        m.has_content = true;
+        if (ignored_json()) {
+          if (auto e = validate_json(fv, arena_)) return e;
+          continue;
+        }
         if (auto e = to_json(fv, m.content_json, arena_)) return e;
         m.has_content_json = true;
-        m.has_content = true;
         continue;
       }
       if (auto e = parse_blocks(fv, m, snapshot_only)) return e;
@@ -477,6 +489,10 @@ error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapsh
       if (auto e = opt_bool(fv, m.is_error)) return e;
     } else if (key == "details") {
       if (m.role == "assistant" || m.role == "user") continue;
+      if (ignored_json()) {
+        if (auto e = validate_json(fv, arena_)) return e;
+        continue;
+      }
       if (auto e = opt_json(fv, m.details, arena_, m.has_details)) return e;
     }
   }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -160,6 +161,10 @@ class pi_event_parser {
  public:
   /// Parse `line`. On success `event()` describes it; on failure the line is not a valid event.
   simdjson::error_code parse(std::string_view line);
+  /// Tells the parser which tool calls the mapper has closed: the toolResult of such a call (in turn_end, or a
+  /// toolResult message_end) is then checked as to_json would read it, but its `content` and `details` are not built
+  /// (the mapper ignores a closed call's result). Without it every result is built.
+  void set_closed_call_check(std::function<bool(std::string_view tool_call_id)> closed) { call_closed_ = std::move(closed); }
   [[nodiscard]] const x_event& event() const noexcept { return ev_; }
   [[nodiscard]] x_event& event() noexcept { return ev_; }
 
@@ -182,12 +187,14 @@ class pi_event_parser {
   simdjson::error_code parse_ondemand(std::size_t size);
   simdjson::error_code parse_root(od::object root);
   simdjson::error_code parse_update(od::value v);
-  simdjson::error_code parse_message(od::value v, x_message& m, bool snapshot_only);
+  /// `header_only` (message_start, whose role and model only are mapped): a toolResult's content and details are
+  /// checked as to_json would read them, not built.
+  simdjson::error_code parse_message(od::value v, x_message& m, bool snapshot_only, bool header_only = false);
   simdjson::error_code parse_blocks(od::value v, x_message& m, bool snapshot_only);
   simdjson::error_code parse_block(od::object o, x_block& b, bool with_arguments);
   simdjson::error_code parse_usage(od::value v, x_usage& u);
   simdjson::error_code parse_tool_results(od::value v);
-  simdjson::error_code parse_deferred(std::string_view raw, x_message& m, bool snapshot_only);
+  simdjson::error_code parse_deferred(std::string_view raw, x_message& m, bool snapshot_only, bool header_only);
 
   // Keys are not ordered in JSON: an object met before the field that says whether it is needed (a `partial`
   // before `delta`, a `message` before `type`) is remembered as raw JSON and parsed afterwards if needed, with a
@@ -222,6 +229,7 @@ class pi_event_parser {
   string_arena arena_;
   x_event ev_;
   bool partial_text_allowed_ = true;  // off while re-reading a line whose `type` changed after a partialResult
+  std::function<bool(std::string_view)> call_closed_;
 };
 
 }  // namespace agenthost::mapper::detail

@@ -142,7 +142,9 @@ void pi_mapper::impl::apply(x_event& ev, std::vector<message>& out) {
       }
       break;
     case event_kind::tool_execution_end:
-      close_call(out, ev.tool_call_id, ev.tool_name, ev.has_result ? ev.result : json::object(), ev.is_error);
+      // The parser's result is not needed after this line: moved, not copied.
+      close_call(out, ev.tool_call_id, ev.tool_name, ev.has_result ? std::move(ev.result) : json::object(),
+                 ev.is_error);
       break;
     case event_kind::agent_end:
       agent_ended = true;

@@ -133,7 +133,13 @@ struct pi_mapper::impl {
   using message = transport::message;
   using message_type = transport::message_type;
 
-  explicit impl(pi_mapper_options o) : options(std::move(o)) {}
+  explicit impl(pi_mapper_options o) : options(std::move(o)) {
+    // The parser need not build the result of a call that close_call would ignore. (impl stays where it is built:
+    // pi_mapper holds it by unique_ptr, so `this` outlives the parser's use of it.)
+    parser.set_closed_call_check([this](std::string_view id) { return call_closed(id); });
+  }
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
 
   pi_mapper_options options;
   detail::pi_event_parser parser;
@@ -238,10 +244,12 @@ struct pi_mapper::impl {
                    bool synthesized);
   void tool_update(std::vector<message>& out, std::string_view id, std::string_view name, std::string_view output,
                    std::string* owned = nullptr);
-  void close_call(std::vector<message>& out, std::string_view id, std::string_view name, const json& result,
-                  bool is_error);
+  /// `result` is taken: it becomes the message's raw_output.
+  void close_call(std::vector<message>& out, std::string_view id, std::string_view name, json result, bool is_error);
   void close_from_message(std::vector<message>& out, const detail::x_message& m);
   void prune_tools();
+  /// Whether close_call would ignore a result for `id` (closed in this turn or an earlier one).
+  [[nodiscard]] bool call_closed(std::string_view id) const;
 
   // ---- events (pi_mapper.cpp) ---------------------------------------------------------------------------------------
   void on_session(const detail::x_event& ev, std::vector<message>& out);

@@ -47,11 +47,16 @@ void pi_mapper::impl::tool_update(std::vector<message>& out, std::string_view id
   }
 }
 
-void pi_mapper::impl::close_call(std::vector<message>& out, std::string_view id, std::string_view name,
-                                 const json& result, bool is_error) {
-  if (closed_ids.contains(id)) return;  // closed in an earlier turn: a repeated result
+bool pi_mapper::impl::call_closed(std::string_view id) const {
+  if (closed_ids.contains(id)) return true;
+  const auto it = tools.find(id);
+  return it != tools.end() && it->second.closed;
+}
+
+void pi_mapper::impl::close_call(std::vector<message>& out, std::string_view id, std::string_view name, json result,
+                                 bool is_error) {
+  if (call_closed(id)) return;  // a repeated result (tool_execution_end, message_end, turn_end), or of an earlier turn
   auto it = tools.find(id);
-  if (it != tools.end() && it->second.closed) return;
   if (it == tools.end() || !it->second.called) {
     ensure_call(out, id, name, nullptr, true);  // a result before its call
     it = tools.find(id);
@@ -60,17 +65,13 @@ void pi_mapper::impl::close_call(std::vector<message>& out, std::string_view id,
   t.closed = true;
   t.last_output.clear();
   t.last_output.shrink_to_fit();
-  const std::string tool_name = name.empty() ? t.name : std::string(name);
-  std::string text = result_text(result);
-  if (is_error) {
-    emit(out, message_type::tool_failed,
-         json{{"tool_call_id", std::string(id)}, {"name", tool_name}, {"error", std::move(text)},
-              {"raw_output", result}});
-  } else {
-    emit(out, message_type::tool_completed,
-         json{{"tool_call_id", std::string(id)}, {"name", tool_name}, {"output", std::move(text)},
-              {"raw_output", result}});
-  }
+  // Member by member, moving the text and the result in (an initializer list copies every value, the output twice).
+  json c = json::object();
+  c["tool_call_id"] = std::string(id);
+  c["name"] = name.empty() ? t.name : std::string(name);
+  c[is_error ? "error" : "output"] = result_text(result);
+  c["raw_output"] = std::move(result);
+  emit(out, is_error ? message_type::tool_failed : message_type::tool_completed, std::move(c));
 }
 
 void pi_mapper::impl::close_from_message(std::vector<message>& out, const x_message& m) {
@@ -86,7 +87,7 @@ void pi_mapper::impl::close_from_message(std::vector<message>& out, const x_mess
     result["content"] = std::move(content);
   }
   if (m.has_details) result["details"] = m.details;
-  close_call(out, m.tool_call_id, m.tool_name, result, m.is_error);
+  close_call(out, m.tool_call_id, m.tool_name, std::move(result), m.is_error);
 }
 
 /// Drop the state of closed calls, keeping only their ids (later events of a closed call are ignored).

@@ -123,5 +123,42 @@ TEST(PiCumulativeOutput, ReusingTheLastTextChangesNothing) {
   EXPECT_EQ(ta.at("invalid_output_lines"), tb.at("invalid_output_lines"));
 }
 
+// A closed call's result (a toolResult message_end, turn_end.toolResults) and a message_start's toolResult content are
+// not built, only checked: they are invalid exactly when they would fail to convert, and they change nothing else.
+TEST(PiIgnoredResults, AreCheckedLikeBuiltOnesAndChangeNothing) {
+  const std::string result_message = R"({"role":"toolResult","toolCallId":"t","toolName":"bash","content":[{"type":"text","text":"done"}],"details":{"exit":0},"isError":false})";
+  const std::string bad_result_message = R"({"role":"toolResult","toolCallId":"t","toolName":"bash","content":[{"type":"text","text":"do\qne"}],"isError":false})";
+  const std::string bad_details = R"({"role":"toolResult","toolCallId":"t","toolName":"bash","content":[],"details":{"x":"\u12"},"isError":false})";
+  const std::string assistant = R"({"role":"assistant","content":[],"stopReason":"toolUse","model":"m"})";
+  const std::vector<std::string> lines{
+      R"({"type":"session","id":"s"})",
+      kStart,
+      update("t", "partial"),
+      kEnd,
+      R"({"type":"message_start","message":)" + result_message + "}",
+      R"({"type":"message_start","message":)" + bad_result_message + "}",  // invalid: a bad escape in content
+      R"({"type":"message_end","message":)" + result_message + "}",
+      R"({"type":"message_end","message":)" + bad_result_message + "}",    // invalid, although ignored
+      R"({"type":"message_end","message":)" + bad_details + "}",           // invalid: a bad escape in details
+      R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[)" + result_message + "]}",
+      R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[)" + bad_result_message + "]}",  // invalid
+      R"({"type":"agent_end","messages":[]})"};
+  const auto out = run_mapper(lines);
+  expect_valid_run(out);
+  EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 4);
+  const auto done = of_type(out, message_type::tool_completed);
+  ASSERT_EQ(done.size(), 1u);  // tool_execution_end closed it; the later results are repeats
+  EXPECT_EQ(done[0].content.at("output"), "done");
+  EXPECT_EQ(done[0].content.at("raw_output"), json::parse(R"({"content":[{"type":"text","text":"done"}]})"));
+  // Where the result is the first one (no tool_execution_end), the message_end result is built and reported whole.
+  const auto first = run_mapper({R"({"type":"session","id":"s"})", kStart,
+                                 R"({"type":"message_end","message":)" + result_message + "}",
+                                 R"({"type":"agent_end","messages":[]})"});
+  const auto closed = of_type(first, message_type::tool_completed);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0].content.at("raw_output"),
+            json::parse(R"({"content":[{"type":"text","text":"done"}],"details":{"exit":0}})"));
+}
+
 }  // namespace
 }  // namespace agenthost::mapper::test
