@@ -51,9 +51,7 @@ bool mapper_core::begin_line(std::string_view line) noexcept {
   ++stats_.lines;
   stats_.bytes += line.size();
   if (finish_called_) return false;
-  // A line nearly always starts with its JSON: no search through the whitespace set for it.
-  if (!line.empty() && !raw::is_ws(line.front())) return true;
-  return line.find_first_not_of(" \t\r\n") != std::string_view::npos;
+  return !raw::is_blank(line);
 }
 
 void mapper_core::oversize_line(std::string_view head, std::size_t total_bytes) {

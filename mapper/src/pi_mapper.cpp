@@ -2,6 +2,7 @@
 // emission and the event dispatch. The assistant text and message blocks are in pi_mapper_text.cpp, tools and the
 // run's end in pi_mapper_tools.cpp; the state is declared in pi_mapper_impl.hpp.
 #include "pi_mapper_impl.hpp"
+#include "raw_scan.hpp"
 
 #include <regex>
 
@@ -255,7 +256,7 @@ void pi_mapper::on_line(std::string_view line, std::vector<message>& out) {
   m.stats.bytes += line.size();
   if (m.finish_called) return;
   // Blank lines carry nothing (and are not errors).
-  if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) return;
+  if (detail::raw::is_blank(line)) return;
   try {
     if (m.parser.parse(line) != simdjson::SUCCESS) {
       m.record_invalid(line);
