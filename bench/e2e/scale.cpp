@@ -46,7 +46,7 @@ struct agent_state {
   };
   std::vector<batch_sample> samples;
   std::uint64_t lines = 0, bytes = 0;
-  std::uint64_t out_of_order = 0;  // synthetic: batches whose first and last `i` are not first_line…first_line + n - 1
+  std::uint64_t out_of_order = 0;  // synthetic: reads whose first and last `i` are not first_line…first_line + n - 1
   std::uint64_t messages = 0, text_bytes = 0;  // what a consumer of the mapper's messages sees
   bool eof = false;
   std::function<void()> read;
@@ -324,8 +324,10 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
     row.out_of_order += a->out_of_order;
     total_bytes += a->bytes;
     received.clear();
-    for (const auto& b : a->samples)
-      for (std::uint64_t l = b.first_line; l < b.first_line + b.lines; ++l) received.emplace_back(position(l), b.received_ns);
+    for (const auto& b : a->samples) {
+      for (std::uint64_t l = b.first_line; l < b.first_line + b.lines; ++l)
+        received.emplace_back(position(l), b.received_ns);
+    }
     if (received.empty()) continue;
     double start = 1e300;
     for (const auto& [i, t] : received) start = std::min(start, static_cast<double>(t) - i / lps * 1e9);

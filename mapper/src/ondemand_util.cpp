@@ -130,10 +130,10 @@ struct pointer_sink {
   void put(char c) noexcept { *d++ = c; }
 };
 
-/// Copies the bytes from `p` up to the first one that ends a run — a backslash, and with `StringSpecials` also '"' and
-/// control characters (raw::find_string_special's set) — to `d`, and returns that byte's position (or `end`); `d` moves
-/// past the run. 16-byte blocks are loaded and stored whole (the bytes after the run's end are overwritten later or lie
-/// beyond the output), so `d` may be written up to 15 bytes past the run: callers either write into a buffer that is as
+/// Copies the bytes from `p` up to the first one that ends a run (a backslash; with `StringSpecials` also '"' and the
+/// control characters, raw::find_string_special's set) to `d`, and returns that byte's position (or `end`); `d` moves
+/// past the run. 16-byte blocks are loaded and stored whole (the bytes after the run's end are overwritten later or
+/// lie beyond the output), so `d` may be written up to 15 bytes past the run: callers either write into a buffer as
 /// long as the input and never run ahead of the input they consumed (lenient_unescape_to), or keep that much slack.
 /// (Copying each run with a call to append/memcpy and each escape with push_back cost ~2 cycles per byte of a tool
 /// output with a "\n" every few dozen bytes.)
@@ -143,8 +143,9 @@ const char* copy_run(const char* p, const char* end, char*& d) noexcept {
   while (end - p >= 16) {
     const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d), x);
-    const unsigned mask = StringSpecials ? raw::string_special_mask(p)
-                                         : static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+    const unsigned mask =
+        StringSpecials ? raw::string_special_mask(p)
+                       : static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
     if (mask != 0) {
       const auto i = static_cast<unsigned>(__builtin_ctz(mask));
       d += i;
@@ -199,7 +200,8 @@ char* lenient_unescape_to(std::string_view body, char* dst) noexcept {
 namespace {
 
 /// Appends to a std::string through a stack buffer: runs and escapes are written to the buffer with plain stores, and
-/// the buffer goes to the string in one append when it fills up and at the end.
+/// the buffer goes to the string in one append when it fills up and at the end (flush(): the caller's, not a
+/// destructor's, since an append may throw std::bad_alloc, which the mappers catch per line).
 class appender {
  public:
   static constexpr std::size_t kSize = 1024;
@@ -207,7 +209,6 @@ class appender {
   explicit appender(std::string& out) noexcept : out_(out) {}
   appender(const appender&) = delete;
   appender& operator=(const appender&) = delete;
-  ~appender() { flush(); }
 
   /// The write position, with at least `room` bytes of the buffer after it (room <= kSize).
   char*& at(std::size_t room) {
@@ -265,10 +266,12 @@ bool lenient_unescape_append(std::string_view body, std::string& out) {
   appender a(out);
   for (;;) {
     p = append_run<false>(p, end, a);
-    if (p == end) return true;
+    if (p == end) break;
     p = append_escape(p, end, a);
-    if (p == nullptr) return false;
+    if (p == nullptr) return false;  // `out` holds a partial result, as documented
   }
+  a.flush();
+  return true;
 }
 
 namespace {
@@ -279,13 +282,15 @@ const char* unescape_rest(const char* p, const char* end, std::string& out) {
   appender a(out);
   for (;;) {
     p = append_run<true>(p, end, a);
-    if (p == end) return nullptr;  // not closed
-    if (*p == '"') return p + 1;
+    if (p == end) return nullptr;  // not closed (`out` holds a partial result, as documented)
+    if (*p == '"') break;
     if (*p != '\\' || end - p < 2 || static_cast<unsigned char>(p[1]) < 0x20) return nullptr;  // control character
     // The sequence ends inside the string: a quote is neither an escape letter nor a hex digit.
     p = append_escape(p, end, a);
     if (p == nullptr) return nullptr;
   }
+  a.flush();
+  return p + 1;
 }
 
 }  // namespace

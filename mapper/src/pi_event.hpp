@@ -11,8 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -164,7 +164,9 @@ class pi_event_parser {
   /// Tells the parser which tool calls the mapper has closed: the toolResult of such a call (in turn_end, or a
   /// toolResult message_end) is then checked as to_json would read it, but its `content` and `details` are not built
   /// (the mapper ignores a closed call's result). Without it every result is built.
-  void set_closed_call_check(std::function<bool(std::string_view tool_call_id)> closed) { call_closed_ = std::move(closed); }
+  void set_closed_call_check(std::function<bool(std::string_view tool_call_id)> closed) {
+    call_closed_ = std::move(closed);
+  }
   [[nodiscard]] const x_event& event() const noexcept { return ev_; }
   [[nodiscard]] x_event& event() noexcept { return ev_; }
 

@@ -26,8 +26,8 @@ const std::string kStart =
     R"({"type":"tool_execution_start","toolCallId":"t","toolName":"bash","args":{"command":"make test"}})";
 const std::string kStartOther =
     R"({"type":"tool_execution_start","toolCallId":"other","toolName":"bash","args":{"command":"yes"}})";
-const std::string kEnd =
-    R"({"type":"tool_execution_end","toolCallId":"t","toolName":"bash","result":{"content":[{"type":"text","text":"done"}]},"isError":false})";
+const std::string kEnd = R"({"type":"tool_execution_end","toolCallId":"t","toolName":"bash",)"
+                         R"("result":{"content":[{"type":"text","text":"done"}]},"isError":false})";
 
 std::vector<std::string> outputs_of(const std::vector<message>& out, const std::string& id) {
   std::vector<std::string> o;
@@ -41,7 +41,8 @@ std::string random_piece(std::mt19937& rng) {
   static const std::vector<std::string> pieces = {"\\n", "\\\"", "\\\\", "\\t", "\\u00e9", "\\ud83d\\ude00",
                                                   "\xE4\xBD\xA0", "ok (3 ms)", "test_case_", "  "};
   std::string p = pieces[std::uniform_int_distribution<std::size_t>(0, pieces.size() - 1)(rng)];
-  if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) p += std::string(std::uniform_int_distribution<std::size_t>(1, 70)(rng), 'x');
+  if (std::uniform_int_distribution<int>(0, 3)(rng) == 0)
+    p += std::string(std::uniform_int_distribution<std::size_t>(1, 70)(rng), 'x');
   return p;
 }
 
@@ -126,9 +127,11 @@ TEST(PiCumulativeOutput, ReusingTheLastTextChangesNothing) {
 // A closed call's result (a toolResult message_end, turn_end.toolResults) and a message_start's toolResult content are
 // not built, only checked: they are invalid exactly when they would fail to convert, and they change nothing else.
 TEST(PiIgnoredResults, AreCheckedLikeBuiltOnesAndChangeNothing) {
-  const std::string result_message = R"({"role":"toolResult","toolCallId":"t","toolName":"bash","content":[{"type":"text","text":"done"}],"details":{"exit":0},"isError":false})";
-  const std::string bad_result_message = R"({"role":"toolResult","toolCallId":"t","toolName":"bash","content":[{"type":"text","text":"do\qne"}],"isError":false})";
-  const std::string bad_details = R"({"role":"toolResult","toolCallId":"t","toolName":"bash","content":[],"details":{"x":"\u12"},"isError":false})";
+  const std::string head = R"({"role":"toolResult","toolCallId":"t","toolName":"bash",)";
+  const std::string result_message =
+      head + R"("content":[{"type":"text","text":"done"}],"details":{"exit":0},"isError":false})";
+  const std::string bad_result_message = head + R"("content":[{"type":"text","text":"do\qne"}],"isError":false})";
+  const std::string bad_details = head + R"("content":[],"details":{"x":"\u12"},"isError":false})";
   const std::string assistant = R"({"role":"assistant","content":[],"stopReason":"toolUse","model":"m"})";
   const std::vector<std::string> lines{
       R"({"type":"session","id":"s"})",

@@ -116,7 +116,8 @@ std::string random_body(std::mt19937& rng, std::size_t size) {
 TEST(Unescape, AgreesWithAPlainDecoderAtEveryOffsetAndAcrossFlushes) {
   std::mt19937 rng(11);
   for (int round = 0; round < 400; ++round) {
-    const std::size_t size = round < 100 ? static_cast<std::size_t>(round) : std::uniform_int_distribution<std::size_t>(0, 3000)(rng);
+    const std::size_t size =
+        round < 100 ? static_cast<std::size_t>(round) : std::uniform_int_distribution<std::size_t>(0, 3000)(rng);
     const std::string body = random_body(rng, size);
     const auto expected = reference_unescape(body);
     ASSERT_TRUE(expected.has_value()) << body;
@@ -134,7 +135,8 @@ TEST(Unescape, AgreesWithAPlainDecoderAtEveryOffsetAndAcrossFlushes) {
     char* const out_end = detail::lenient_unescape_to(body, buffer.data());
     ASSERT_NE(out_end, nullptr);
     EXPECT_EQ(std::string(buffer.data(), out_end), *expected);
-    EXPECT_EQ(std::string(buffer.begin() + static_cast<std::ptrdiff_t>(body.size()), buffer.end()), std::string(32, '#'))
+    EXPECT_EQ(std::string(buffer.begin() + static_cast<std::ptrdiff_t>(body.size()), buffer.end()),
+              std::string(32, '#'))
         << "wrote past the body's length";
 
     const std::string quoted = "\"" + body + "\",\"next\":1}";
@@ -179,8 +181,8 @@ TEST(Unescape, RejectsMalformedEscapesAndUnclosedOrControlCharacterStrings) {
     EXPECT_EQ(detail::scan_unescape_append(control.data(), control.data() + control.size(), out), nullptr);
     const std::string escaped_control = "\"" + head + "\\\x01" + "tail\"";
     out.clear();
-    EXPECT_EQ(detail::scan_unescape_append(escaped_control.data(), escaped_control.data() + escaped_control.size(), out),
-              nullptr);
+    const char* const escaped_end = escaped_control.data() + escaped_control.size();
+    EXPECT_EQ(detail::scan_unescape_append(escaped_control.data(), escaped_end, out), nullptr);
   }
 }
 

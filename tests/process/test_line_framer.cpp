@@ -114,7 +114,8 @@ TEST(LineFramer, ReadsOfManyLinesGiveTheLinesOfAWholeSplit) {
   std::string stream;
   std::vector<collected> expected;
   for (int i = 0; i < 3000; ++i) {
-    const std::size_t len = i % 97 == 0 ? 1500 : std::uniform_int_distribution<std::size_t>(0, i % 5 == 0 ? 200 : 70)(rng);
+    const std::size_t len =
+        i % 97 == 0 ? 1500 : std::uniform_int_distribution<std::size_t>(0, i % 5 == 0 ? 200 : 70)(rng);
     std::string line;
     for (std::size_t k = 0; k < len; ++k) line += static_cast<char>('!' + (k * 7 + static_cast<std::size_t>(i)) % 90);
     const bool crlf = i % 4 == 1;
