@@ -186,6 +186,12 @@ bool pi_event_parser::valid_utf8(const char* p, std::size_t n) const noexcept {
   return detail::valid_utf8(*utf8_, p, n);
 }
 
+void pi_event_parser::forget_cumulative_text() noexcept {
+  if (text_memo_raw_.capacity() == 0 && text_memo_text_.capacity() == 0) return;
+  std::string().swap(text_memo_raw_);
+  std::string().swap(text_memo_text_);
+}
+
 void pi_event_parser::reserve_buffer(std::size_t needed) {
   reserve_padded(buffer_, capacity_, parser_, needed);
 }
@@ -204,6 +210,12 @@ error_code pi_event_parser::parse(std::string_view line) {
   std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
 
   const error_code e = parse_ondemand(line.size());
+  if (e == simdjson::SUCCESS && (ev_.kind == event_kind::tool_execution_end || ev_.kind == event_kind::turn_end ||
+                                 ev_.kind == event_kind::agent_end)) {
+    // A tool ended: its output no longer grows, so the memo of its cumulative text goes (it may hold megabytes, per
+    // agent; the next tool's first update rebuilds it).
+    forget_cumulative_text();
+  }
   if (e == simdjson::SUCCESS && ev_.has_partial_text && ev_.type_members > 1) {
     // The event was reclassified after a partialResult was read as text only: read the line again, building it.
     ev_.reset();

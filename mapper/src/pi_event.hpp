@@ -183,6 +183,7 @@ class pi_event_parser {
                                   bool record_cut);
   const char* fast_string(const char* p, const char* end, std::string_view& out);
   const char* fast_cumulative_text(const char* p, const char* end, std::string& text);
+  void forget_cumulative_text() noexcept;
   void reserve_buffer(std::size_t needed);
   [[nodiscard]] bool valid_utf8(const char* p, std::size_t n) const noexcept;
 

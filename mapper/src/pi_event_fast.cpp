@@ -208,9 +208,8 @@ const char* pi_event_parser::fast_cumulative_text(const char* p, const char* end
   if (raw_size <= kMaxMemoText) {
     text_memo_raw_.assign(body, raw_size);
     text_memo_text_.assign(text);
-  } else if (!text_memo_raw_.empty()) {
-    std::string().swap(text_memo_raw_);
-    std::string().swap(text_memo_text_);
+  } else {
+    forget_cumulative_text();
   }
   return next;
 }
