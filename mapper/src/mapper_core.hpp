@@ -83,6 +83,7 @@ class held_texts {
     ends_.push_back(buffer_.size());
   }
   [[nodiscard]] bool empty() const noexcept { return ends_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return ends_.size(); }
   /// Calls `f(std::string_view)` for each text in order, then holds nothing (a buffer past 1 MiB is given back).
   template <class F>
   void release(F&& f) {

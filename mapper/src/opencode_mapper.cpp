@@ -358,6 +358,7 @@ struct opencode_mapper::impl {
   // ---- mapping ----------------------------------------------------------------------------------------------------
 
   void release_thoughts(std::vector<message>& out) {
+    out.reserve(out.size() + held_thoughts.size());  // one allocation for a turn's thoughts, not a doubling series
     held_thoughts.release([&](std::string_view t) { core.thought(out, t); });
   }
 
