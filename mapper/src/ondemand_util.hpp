@@ -2,6 +2,7 @@
 #pragma once
 
 #include "raw_scan.hpp"
+#include "unescape.hpp"
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -81,32 +82,6 @@ class string_arena {
  private:
   std::deque<std::string> strings_;
 };
-
-/// Unescape the body of a JSON string token (`raw` is the token including its quotes, possibly followed by
-/// whitespace). Lone UTF-16 surrogates (which JavaScript's JSON.stringify emits for split pairs) become U+FFFD
-/// instead of failing. Returns false on a malformed token.
-bool lenient_unescape(std::string_view raw, std::string& out);
-
-/// The same for a string body (the bytes between the quotes), written to `dst` (room for body.size() bytes: an
-/// unescaped string is never longer than its body). Returns the end of the output, or nullptr on a malformed escape.
-char* lenient_unescape_to(std::string_view body, char* dst) noexcept;
-
-/// The same, appended to `out` (on failure `out` holds a partial result).
-bool lenient_unescape_append(std::string_view body, std::string& out);
-
-/// One pass over the string whose opening quote is at `p` (unpadded, [p, end)): checks it as raw::scan_string does
-/// and appends its unescaped text (lenient_unescape rules) to `out`. Returns the position after the closing quote, or
-/// nullptr (not closed, a raw control character, a malformed escape; `out` then holds a partial result).
-const char* scan_unescape_append(const char* p, const char* end, std::string& out);
-
-/// The same from `p` inside a string body (after its opening quote, at the start of an escape sequence or of a
-/// character), up to and including the closing quote.
-const char* unescape_string_rest(const char* p, const char* end, std::string& out);
-
-/// The same check, without a copy for a string that has no escape sequence: `out` is then a view of its body in the
-/// input; else `buffer` holds the unescaped text and `out` views it. Returns the position after the closing quote, or
-/// nullptr (`out` unchanged).
-const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer);
 
 /// The compact JSON value at `p` (unpadded, [p, end)) converted to nlohmann::json exactly as to_json() converts it
 /// — for the values this accepts: no whitespace, keys without escapes, strings as scan_unescape_append takes them,

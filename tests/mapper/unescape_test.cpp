@@ -1,7 +1,7 @@
-// The string unescaping of the fast paths (mapper/src/ondemand_util.cpp): 16-byte block copies through a stack
+// The string unescaping of the fast paths (mapper/src/unescape.cpp): 16-byte block copies through a stack
 // buffer, escapes decoded in place. Checked against a plain decoder of the same rules on bodies whose escapes fall at
 // every offset of a block and across the buffer's flushes, and on malformed input.
-#include "ondemand_util.hpp"
+#include "unescape.hpp"
 
 #include <gtest/gtest.h>
 
