@@ -195,19 +195,21 @@ bool ends_with_high_surrogate_escape(std::string_view raw) noexcept {
 const char* pi_event_parser::fast_cumulative_text(const char* p, const char* end, std::string& text) {
   const char* const body = p + 1;
   const std::size_t known = text_memo_raw_.size();
-  const char* next = nullptr;
-  if (known > 0 && static_cast<std::size_t>(end - body) > known &&
-      std::memcmp(body, text_memo_raw_.data(), known) == 0 && !ends_with_high_surrogate_escape(text_memo_raw_)) {
-    text.append(text_memo_text_);
-    next = unescape_string_rest(body + known, end, text);
-  } else {
-    next = scan_unescape_append(p, end, text);
-  }
+  const bool reuse = known > 0 && static_cast<std::size_t>(end - body) > known &&
+                     std::memcmp(body, text_memo_raw_.data(), known) == 0 &&
+                     !ends_with_high_surrogate_escape(text_memo_raw_);
+  if (reuse) text.append(text_memo_text_);
+  const char* const next = reuse ? unescape_string_rest(body + known, end, text) : scan_unescape_append(p, end, text);
   if (next == nullptr) return nullptr;
   const auto raw_size = static_cast<std::size_t>(next - 1 - body);
   if (raw_size <= kMaxMemoText) {
-    text_memo_raw_.assign(body, raw_size);
-    text_memo_text_.assign(text);
+    if (reuse) {  // the memo already holds the shared part: add what followed it
+      text_memo_raw_.append(body + known, raw_size - known);
+      text_memo_text_.append(text, text_memo_text_.size());
+    } else {
+      text_memo_raw_.assign(body, raw_size);
+      text_memo_text_.assign(text);
+    }
   } else {
     forget_cumulative_text();
   }
