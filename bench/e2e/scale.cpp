@@ -41,7 +41,6 @@ struct agent_state {
   struct batch_sample {
     std::uint64_t first_line = 0;  // the number (from 0) of the batch's first line in the agent's stream
     std::uint32_t lines = 0;
-    std::int64_t first_index = 0;  // synthetic: the `i` of the first line (checked against first_line)
     std::int64_t received_ns = 0;
   };
   std::vector<batch_sample> samples;
@@ -239,11 +238,10 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
           return;
         }
         if (lines.empty()) return a->read();
-        a->samples.push_back({a->lines, static_cast<std::uint32_t>(lines.size()), 0, now});
+        a->samples.push_back({a->lines, static_cast<std::uint32_t>(lines.size()), now});
         if (synthetic) {
           // fake_agent numbers its lines from 0 without gaps: a read's lines are first…first + n - 1.
           const std::int64_t first = parse_index(lines.front().text);
-          a->samples.back().first_index = first;
           if (first != static_cast<std::int64_t>(a->lines) ||
               parse_index(lines.back().text) != first + static_cast<std::int64_t>(lines.size()) - 1) {
             ++a->out_of_order;
