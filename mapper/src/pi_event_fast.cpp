@@ -1,5 +1,5 @@
 // Internal: the fast path of the pi event parser (message_update, tool_execution_update and unmapped lines read by a
-// strict byte scan); the On-Demand path is in pi_event.cpp. See pi_event.hpp.
+// strict byte scan); the On-Demand path is in pi_event.cpp and pi_event_message.cpp. See pi_event.hpp.
 #include "pi_event.hpp"
 
 #include "ondemand_util.hpp"
