@@ -7,8 +7,11 @@
 // "tree gone". It is single-threaded, so unlike the host it may call waitpid(-1). When its control socket reaches EOF
 // — the host exited or died — it kills the tree.
 //
-// Two ways to run (see src/detail/reaper_protocol.hpp):
-// - per agent: `agenthost-reaper --control-fd 3 -- <executable> <argv0> [args…]`, exec'd by the host for one agent;
+// Three ways to run (see src/detail/reaper_protocol.hpp):
+// - adopting: `agenthost-reaper --control-fd 3 --adopt <pid>`, exec'd by the host's launch child after that child
+//   (already a subreaper) started the agent <pid> (src/linux/adopt_spawn.hpp): the agent does not wait for our exec;
+// - per agent: `agenthost-reaper --control-fd 3 -- <executable> <argv0> [args…]`, exec'd by the host for one agent
+//   (kernels without close_range, which adopt mode needs);
 // - spawn server: `agenthost-reaper --server --control-fd 3`, one per host process. It keeps one per-agent reaper
 //   fork()ed and prepared ahead of time, which takes the next request itself: a spawn then costs neither an exec nor
 //   a fork on its path, and the forked reaper runs exactly the per-agent code below. The server itself opens no path
@@ -63,6 +66,7 @@ void send_message_with_fd(const std::string& msg, int fd) {
 int usage() {
   std::fputs("agenthost-reaper: internal helper of the agenthost library; not meant to be run by hand.\n"
              "usage: agenthost-reaper --control-fd 3 -- <executable> <argv0> [args...]\n"
+             "       agenthost-reaper --control-fd 3 --adopt <pid>\n"
              "       agenthost-reaper --server --control-fd 3\n",
              stderr);
   return 2;
@@ -127,6 +131,8 @@ void notify_server() {
   notify_fd = -1;
 }
 
+int supervise(pid_t agent, int sigfd);
+
 // What the per-agent reaper runs. `stdio` null: the agent inherits our 0, 1, 2 (per-agent exec mode), which we then
 // point at /dev/null. Otherwise the agent gets stdio[0..2] and we close them (forked by the server, whose 0, 1, 2 are
 // /dev/null already). `cwd` empty: inherit ours.
@@ -173,8 +179,36 @@ int run_reaper(const prepared& p, const char* executable, char* const* argv, cha
     send_message_with_fd("started " + std::to_string(agent) + " " + std::to_string(::getpid()), p.self_pidfd);
     ::close(p.self_pidfd);
   }
-  const int sigfd = p.sigfd;
+  return supervise(agent, p.sigfd);
+}
 
+// Adopt mode: the host's launch child started `agent` as its own child, marked itself a subreaper and exec'd us, with
+// every signal blocked and 0-2 on /dev/null already. Dispositions are reset here (exec keeps a host's SIG_IGN), the
+// mask becomes exactly what the signalfd handles, and no "started" is sent: the host knows the pid.
+int adopt(pid_t agent) {
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  ::fcntl(control, F_SETFD, FD_CLOEXEC);
+  // Only our own child can be supervised (its status is ours to collect); WNOWAIT leaves an exited one for the loop.
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(agent), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return usage();
+  const prepared p = prepare_reaper(false);
+  if (p.error != 0) {
+    // Without the signalfd the loop cannot run; the host sees us exit and kills the agent's tree itself.
+    ::kill(-agent, SIGKILL);
+    ::kill(agent, SIGKILL);
+    return 127;
+  }
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&handled, s);
+  ::sigprocmask(SIG_SETMASK, &handled, nullptr);
+  return supervise(agent, p.sigfd);
+}
+
+// The reaper's life once the agent runs: reaps, reports the leader's exit and "empty", obeys the host's commands, and
+// kills the tree when the host is gone or a termination signal arrives.
+int supervise(pid_t agent, int sigfd) {
   bool leader_alive = true;
   bool killing = false;  // after "kill" or host EOF: SIGKILL every process of the tree until none is left
   for (;;) {
@@ -409,6 +443,12 @@ int main(int argc, char** argv) {
     if (!is_seqpacket(server_socket)) return usage();
     control = -1;  // the server itself never speaks the per-agent protocol on its own socket
     return run_server();
+  }
+  if (argc == 5 && std::string_view(argv[1]) == "--control-fd" && std::string_view(argv[2]) == "3" &&
+      std::string_view(argv[3]) == "--adopt") {
+    int agent = 0;
+    if (!is_seqpacket(control) || !parse_reaper_number(argv[4], "", 1, 0x7fffffff, agent)) return usage();
+    return adopt(agent);
   }
   if (argc < 5 || std::string_view(argv[1]) != "--control-fd" || std::string_view(argv[2]) != "3" ||
       std::string_view(argv[3]) != "--" || !is_seqpacket(control))

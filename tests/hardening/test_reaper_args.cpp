@@ -1,5 +1,6 @@
-// The agenthost-reaper helper refuses every command line but the two the library builds
+// The agenthost-reaper helper refuses every command line but the three the library builds
 //   agenthost-reaper --control-fd 3 -- /absolute/executable argv0 [args…]      with fd 3 a SOCK_SEQPACKET socket
+//   agenthost-reaper --control-fd 3 --adopt <pid>                               the same fd 3; <pid> its own child
 //   agenthost-reaper --server --control-fd 3                                    (the spawn server), the same fd 3
 // and then runs nothing (a marker executable would leave a file). It never resolves a bare or relative name, and a
 // correct run opens no path besides /dev/null (checked through /proc/<reaper>/fd). The spawn server refuses every
@@ -267,6 +268,30 @@ TEST_F(ReaperArguments, ServerRefusesMalformedRequestsAndHoldsOnlyItsOwnDescript
   }
   EXPECT_TRUE(exited) << "the server did not exit after EOF";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST_F(ReaperArguments, AdoptRefusesWrongShapesAndProcessesThatAreNotItsChildren) {
+  // Adopt mode supervises an agent its parent started before exec'ing it; any other pid, a sloppy number or a wrong
+  // fd 3 is refused, and the process named is left alone.
+  pid_t stranger = -1;
+  char sleep_path[] = "/bin/sleep";
+  char* sleep_argv[] = {sleep_path, const_cast<char*>("30"), nullptr};
+  ASSERT_EQ(::posix_spawn(&stranger, sleep_path, nullptr, nullptr, sleep_argv, environ), 0);
+  const std::string pid = std::to_string(stranger);
+  expect_refused({"--control-fd", "3", "--adopt"}, fd3::seqpacket, "--adopt without a pid");
+  const std::vector<std::string> sloppy{"0", "-1", "0" + pid, pid + "x", " " + pid, "", "99999999999", "+" + pid};
+  for (const auto& bad : sloppy)
+    expect_refused({"--control-fd", "3", "--adopt", bad}, fd3::seqpacket, "--adopt '" + bad + "'");
+  expect_refused({"--control-fd", "3", "--adopt", pid, "extra"}, fd3::seqpacket, "--adopt with a trailing argument");
+  expect_refused({"--adopt", pid, "--control-fd", "3"}, fd3::seqpacket, "--adopt first");
+  expect_refused({"--control-fd", "3", "--adopt", pid}, fd3::pipe, "--adopt, fd 3 a pipe");
+  expect_refused({"--control-fd", "3", "--adopt", pid}, fd3::seqpacket, "--adopt of the test's own child");
+  expect_refused({"--control-fd", "3", "--adopt", "1"}, fd3::seqpacket, "--adopt of init");
+  expect_refused({"--control-fd", "3", "--adopt", std::to_string(::getpid())}, fd3::seqpacket, "--adopt of the test");
+  // Still running, and still ours to reap.
+  EXPECT_EQ(::waitpid(stranger, nullptr, WNOHANG), 0) << "the named process was touched";
+  ::kill(stranger, SIGKILL);
+  ::waitpid(stranger, nullptr, 0);
 }
 
 TEST_F(ReaperArguments, RefusesAControlFdThatIsNotASeqpacketSocket) {

@@ -7,6 +7,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 
 #include <csignal>
+#include <cstring>
 
 using namespace agenthost;
 using namespace agenthost::process;
@@ -14,7 +15,15 @@ using namespace agenthost::test;
 
 namespace {
 
-class ChildTest : public ::testing::TestWithParam<containment_kind> {
+// reaper: through the spawn server after the first spawn of the process; reaper_exec: every agent started first and
+// its own reaper exec'd after it, in adopt mode (see process/src/linux/adopt_spawn.hpp).
+struct containment_case {
+  containment_kind mode;
+  bool reaper_server;
+  const char* name;
+};
+
+class ChildTest : public ::testing::TestWithParam<containment_case> {
  protected:
   void TearDown() override {
     kill_leftovers(token_env());
@@ -26,8 +35,9 @@ class ChildTest : public ::testing::TestWithParam<containment_kind> {
     return {.executable = AGENTHOST_FAKE_AGENT,
             .args = std::move(args),
             .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
-            .containment = GetParam(),
-            .reaper_path = AGENTHOST_REAPER};
+            .containment = GetParam().mode,
+            .reaper_path = AGENTHOST_REAPER,
+            .reaper_server = GetParam().reaper_server};
   }
 
   child spawn(std::vector<std::string> args) {
@@ -86,7 +96,7 @@ class ChildTest : public ::testing::TestWithParam<containment_kind> {
 
 TEST_P(ChildTest, StreamsLinesAndReportsExitCodeAsAType) {
   auto c = spawn({"stdout", "hello", "stdout", "world", "exit", "3"});
-  EXPECT_EQ(c.containment(), GetParam());
+  EXPECT_EQ(c.containment(), GetParam().mode);
   EXPECT_EQ(read_all(c), (std::vector<std::string>{"hello", "world"}));
   const auto st = wait(c);
   ASSERT_NE(st.as_exited(), nullptr);
@@ -350,7 +360,7 @@ TEST_P(ChildTest, HostIgnoringSigchld) {
   ::sigaction(SIGCHLD, &ign, &old);
   auto c = spawn({"exit", "7"});
   const auto st = wait(c);
-  if (GetParam() == containment_kind::reaper) {
+  if (GetParam().mode == containment_kind::reaper) {
     // The reaper reports the agent's status over its own channel: still exact.
     ASSERT_NE(st.as_exited(), nullptr) << st.to_string();
     EXPECT_EQ(st.as_exited()->code, 7);
@@ -364,11 +374,10 @@ TEST_P(ChildTest, HostIgnoringSigchld) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Containment, ChildTest,
-                         ::testing::Values(containment_kind::reaper, containment_kind::session),
-                         [](const auto& param_info) {
-                           return param_info.param == containment_kind::reaper ? std::string("reaper")
-                                                                         : std::string("session");
-                         });
+                         ::testing::Values(containment_case{containment_kind::reaper, true, "reaper"},
+                                           containment_case{containment_kind::reaper, false, "reaper_exec"},
+                                           containment_case{containment_kind::session, true, "session"}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // ---- start failures -----------------------------------------------------------------------------------------------
 
@@ -473,6 +482,64 @@ TEST(SpawnErrors, ReaperRefusesToRunByHand) {
   EXPECT_EQ(WEXITSTATUS(rc), 2);
   const int rc2 = std::system((std::string(AGENTHOST_REAPER) + " --control-fd 3 -- /bin/true true 2>/dev/null").c_str());
   EXPECT_EQ(WEXITSTATUS(rc2), 2);
+}
+
+// An executable file the kernel cannot run (no ELF header, no "#!"): execve fails with ENOEXEC after every check.
+std::string write_unrunnable_file() {
+  char tmpl[] = "/tmp/agenthost-noexec-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  const std::string junk = "this is not a program\n";
+  EXPECT_EQ(::write(fd, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  ::fchmod(fd, 0700);
+  ::close(fd);
+  return tmpl;
+}
+
+TEST(SpawnErrors, AnAgentTheKernelCannotExecIsASpawnErrorOnEveryPath) {
+  // Reaper without the server (the agent first, its reaper after it), through the server, and session: the exec
+  // failure is reported synchronously with the errno, and nothing is left behind.
+  const std::string bad = write_unrunnable_file();
+  asio::io_context io;
+  using path = std::pair<containment_kind, bool>;  // containment, reaper_server
+  for (const auto& [mode, server] : {path{containment_kind::reaper, false}, path{containment_kind::reaper, true},
+                                     path{containment_kind::session, false}}) {
+    const int fds = open_fd_count();
+    auto c = child::spawn(io.get_executor(), {.executable = bad,
+                                              .containment = mode,
+                                              .reaper_path = AGENTHOST_REAPER,
+                                              .reaper_server = server});
+    ASSERT_FALSE(c) << "mode " << static_cast<int>(mode) << " server " << server;
+    EXPECT_EQ(c.error().code, agenthost::errc::spawn_failed);
+    EXPECT_NE(c.error().message.find(bad), std::string::npos) << c.error().message;
+    EXPECT_NE(c.error().message.find(std::strerror(ENOEXEC)), std::string::npos) << c.error().message;
+    EXPECT_EQ(open_fd_count(), fds);
+    EXPECT_EQ(zombie_children(), 0);
+  }
+  ::unlink(bad.c_str());
+}
+
+TEST(SpawnErrors, AReaperThatCannotBeExecdLeavesNoAgentRunning) {
+  // The reaper path passes every check (an executable file) but execve refuses it: by then the agent already runs
+  // (it is started before its reaper), so it must be killed and reaped before the error is returned.
+  const std::string bad_reaper = write_unrunnable_file();
+  const std::string token = random_token();
+  asio::io_context io;
+  const int fds = open_fd_count();
+  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                            .args = {"ready", "never-exit"},
+                                            .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+                                            .containment = containment_kind::reaper,
+                                            .reaper_path = bad_reaper,
+                                            .reaper_server = false});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, agenthost::errc::spawn_failed);
+  EXPECT_NE(c.error().message.find(bad_reaper), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find(std::strerror(ENOEXEC)), std::string::npos) << c.error().message;
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  EXPECT_EQ(open_fd_count(), fds);
+  EXPECT_EQ(zombie_children(), 0);
+  kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+  ::unlink(bad_reaper.c_str());
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 // the helper kills the whole tree, then exits.
 //
 // Command line: agenthost-reaper --control-fd 3 -- <executable> <argv0> [args…]
+//           or: agenthost-reaper --control-fd 3 --adopt <pid>   <pid> is already its child (the host's launch child
+//               started it, then exec'd the reaper): no "started" is sent, the host knows the pid
 //
 // Spawn server (one per host process, started lazily): agenthost-reaper --server --control-fd 3, fd 3 a
 // SOCK_SEQPACKET socket to the host. It keeps one per-agent reaper fork()ed ahead of time ("idle"); that reaper reads

@@ -3,6 +3,7 @@
 
 #include "../detail/reaper_protocol.hpp"
 #include "../posix/spawn.hpp"
+#include "adopt_spawn.hpp"
 #include "exec_limits.hpp"
 #include "proc_tree.hpp"
 #include "reaper_server.hpp"
@@ -198,16 +199,41 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     req.fd3 = ctl_child.get();
     const int rc = cwd_ec ? cwd_ec.value() : send_spawn_request(reaper, req);
     via_server = rc == 0;
-    // No server yet (or it died): this spawn exec's its reaper and starts the server right after, so the server's
-    // start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
+    // No server yet (or it died): this spawn starts the agent and its own reaper itself and the server right after,
+    // so the server's start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
     start_server = rc == ESRCH;
     if (!via_server && !start_server)
       options.log.log(log_level::info, std::string("agenthost-reaper spawn server not used (") + std::strerror(rc) +
-                                           "): exec'ing a reaper for this agent");
+                                           "): starting a reaper for this agent");
   }
 
   std::optional<int> pid;
-  if (!via_server) {
+  int agent_pid = -1;
+  const auto in_directory = [&] {
+    return options.working_directory.empty() ? std::string{} : " in '" + options.working_directory.string() + "'";
+  };
+  // Reaper mode without the server: the agent is started first and its reaper exec'd after it, in adopt mode (see
+  // adopt_spawn.hpp), so the agent's start does not wait for the reaper's exec. Kernels before 5.9 exec the reaper
+  // first, which then spawns the agent.
+  const bool adopt = !via_server && mode == containment_kind::reaper && adopt_spawn_supported();
+  if (adopt) {
+    unique_fd devnull = move_above_stdio(unique_fd{::open("/dev/null", O_RDWR | O_CLOEXEC)});
+    if (!devnull) return os_error("open /dev/null", errno);
+    req.executable = *exe;
+    req.working_directory = options.working_directory;
+    req.fd3 = ctl_child.get();
+    const adopted_spawn a = spawn_adopted(reaper, req, devnull.get());
+    if (a.error != 0) {
+      if (a.agent_failed) return os_error("spawning '" + exe->string() + "'" + in_directory() + " failed", a.error);
+      return os_error("starting agenthost-reaper '" + reaper.string() + "' for '" + exe->string() + "'", a.error);
+    }
+    pid = a.reaper_pid;
+    agent_pid = a.agent_pid;
+    if (start_server) {
+      if (const int e = start_spawn_server(reaper); e != 0)
+        options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
+    }
+  } else if (!via_server) {
     if (mode == containment_kind::reaper) {
       req.executable = reaper;
       std::vector<std::string> agent_argv = std::move(req.argv);
@@ -223,10 +249,7 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     if (pid_value <= 0) {
       const std::string what = mode == containment_kind::reaper ? "spawning agenthost-reaper '" + reaper.string() + "'"
                                                                 : "spawning '" + exe->string() + "'";
-      return os_error(what + (options.working_directory.empty()
-                                  ? std::string{}
-                                  : " in '" + options.working_directory.string() + "'"),
-                      spawn_errno);
+      return os_error(what + in_directory(), spawn_errno);
     }
     pid = pid_value;
     if (start_server) {
@@ -243,7 +266,6 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
 
   unique_fd pidfd;
   bool auto_reaped = false;
-  int agent_pid = -1;
   if (via_server) {
     auto started = await_reaper_start(ctl_parent.get(), *exe);
     // On failure, closing the control socket (EOF) makes a reaper that is still there kill whatever it started and
@@ -262,13 +284,15 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     if (!pidfd && !auto_reaped) {
       // Without a pidfd we cannot signal or wait without PID-reuse races; refuse rather than run unsafely.
       const int e = errno;
-      ::kill(*pid, SIGKILL);
+      // An adopting reaper already has the agent: EOF on its control socket makes it kill the tree and exit.
+      if (adopt) ctl_parent.reset();
+      else ::kill(*pid, SIGKILL);
       int st = 0;
       ::waitpid(*pid, &st, 0);
       return os_error("pidfd_open (Linux >= 5.3 required)", e);
     }
-    agent_pid = *pid;
-    if (mode == containment_kind::reaper) {
+    if (agent_pid < 0) agent_pid = *pid;
+    if (mode == containment_kind::reaper && !adopt) {
       auto started = await_reaper_start(ctl_parent.get(), *exe);
       if (!started) {
         ctl_parent.reset();  // EOF makes the reaper kill whatever it started and exit

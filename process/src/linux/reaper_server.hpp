@@ -2,10 +2,9 @@
 // keeps a per-agent reaper fork()ed ahead of time for the next reaper-mode spawn, instead of the host exec'ing one.
 // Protocol: detail/reaper_protocol.hpp.
 //
-// Lifetime: started right after the first reaper-mode spawn (which exec's its own reaper meanwhile, so the server's
-// start-up is not on that spawn's path), and again after the spawn that found it dead (by its pidfd or a failed
-// send); its socket
-// and pidfd stay open until the host process exits — the server then reads EOF and exits, and every per-agent reaper
+// Lifetime: started right after the first reaper-mode spawn (which starts the agent and its own reaper itself, see
+// adopt_spawn.hpp, so the server's start-up is not on that spawn's path), and again after the spawn that found it
+// dead (by its pidfd or a failed send); its socket and pidfd stay open until the host process exits — the server then reads EOF and exits, and every per-agent reaper
 // reads EOF on its own control socket and kills its tree. A fork()ed host starts its own server.
 #pragma once
 
@@ -17,8 +16,8 @@ namespace agenthost::process::detail {
 
 /// Sends one spawn request (executable, argv, envp, an absolute working_directory, the agent's stdio descriptors and
 /// `request.fd3` = the per-agent control socket) to this process's spawn server running `reaper`. Returns 0 once the
-/// request is queued (every answer then arrives on the control socket), else an errno and the caller exec's a
-/// per-agent reaper instead: ESRCH when no server runs (none was started yet, or it died — then it was reaped),
+/// request is queued (every answer then arrives on the control socket), else an errno and the caller starts a
+/// per-agent reaper itself instead: ESRCH when no server runs (none was started yet, or it died — then it was reaped),
 /// ENOTSUP when the server runs another reaper path. Never starts a server (see start_spawn_server). Thread-safe
 /// (one mutex around the check and the send; the send is one SOCK_SEQPACKET packet, bounded by a 5 s send timeout).
 /// Never waits for the agent's start.
