@@ -310,6 +310,10 @@ bool read_memfd(int fd, std::string& out) {
 // An idle reaper: prepared, waiting for one request on the server socket. Never returns.
 [[noreturn]] void idle_reaper() {
   const prepared p = prepare_reaper(true);
+  // Tells the host that a request is taken at once: until the first "ready" a spawn starts its agent itself rather
+  // than wait for the server's start. Every idle reaper says it (the first may die before it could); the host reads
+  // them at its next spawn, so at most one or two are ever queued.
+  (void)::send(server_socket, "ready", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
   static char buf[spawn_payload_inline_max + 1];
   alignas(cmsghdr) static char space[CMSG_SPACE(sizeof(int) * 8)];
   msghdr mh{};

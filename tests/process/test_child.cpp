@@ -1,6 +1,8 @@
 // Spawning and streaming through a real child process (the fake agent), in both containment modes.
 #include "test_util.hpp"
 
+#include "../../process/src/linux/adopt_spawn.hpp"
+
 #include <agenthost/process/child.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -16,16 +18,20 @@ using namespace agenthost::test;
 namespace {
 
 // reaper: through the spawn server after the first spawn of the process; reaper_exec: every agent started first and
-// its own reaper exec'd after it, in adopt mode (see process/src/linux/adopt_spawn.hpp).
+// its own reaper exec'd after it, in adopt mode (see process/src/linux/adopt_spawn.hpp); reaper_first: the reaper
+// exec'd first, spawning the agent itself, as on kernels without close_range.
 struct containment_case {
   containment_kind mode;
   bool reaper_server;
   const char* name;
+  bool reaper_first = false;
 };
 
 class ChildTest : public ::testing::TestWithParam<containment_case> {
  protected:
+  void SetUp() override { process::detail::disable_adopt_spawn_for_testing(GetParam().reaper_first); }
   void TearDown() override {
+    process::detail::disable_adopt_spawn_for_testing(false);
     kill_leftovers(token_env());
     EXPECT_EQ(zombie_children(), 0);
   }
@@ -376,6 +382,7 @@ TEST_P(ChildTest, HostIgnoringSigchld) {
 INSTANTIATE_TEST_SUITE_P(Containment, ChildTest,
                          ::testing::Values(containment_case{containment_kind::reaper, true, "reaper"},
                                            containment_case{containment_kind::reaper, false, "reaper_exec"},
+                                           containment_case{containment_kind::reaper, false, "reaper_first", true},
                                            containment_case{containment_kind::session, true, "session"}),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 

@@ -24,8 +24,10 @@
 //   host -> server   one packet per spawn: the payload (below) + SCM_RIGHTS [control, stdin, stdout, stderr] and, when
 //                    the payload is larger than spawn_payload_inline_max, a fifth descriptor: a memfd holding it (the
 //                    packet then carries only the magic line).
-//   server -> host   nothing on this socket: every answer travels on the request's control socket; a malformed
-//                    request is answered "spawn-failed 22" there (when it carries a SOCK_SEQPACKET control socket).
+//   server -> host   "ready" from each idle reaper once it waits for a request (until the first one, the host
+//                    starts agents itself; it reads them before each request). Every answer to a request travels on
+//                    the request's control socket; a malformed request is answered "spawn-failed 22" there (when it
+//                    carries a SOCK_SEQPACKET control socket).
 // EOF on the server's socket means the host is gone: the server exits; each per-agent reaper sees EOF on its own
 // control socket and kills its tree.
 // Parsing is strict and pure (parse_reaper_message, parse_reaper_command; fuzzed by tests/fuzz/fuzz_reaper_protocol):

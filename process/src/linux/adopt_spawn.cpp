@@ -11,13 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <string>
 #include <vector>
 
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#ifdef __GLIBC__
+extern "C" int __clone(int (*fn)(void*), void* stack, int flags, void* arg, ...);  // NOLINT
 #endif
 
 namespace agenthost::process::detail {
@@ -62,6 +63,17 @@ struct shared_block {
 // to the (suspended) host thread. syscall(2) itself writes only errno, which is that thread's too and read right away.
 #define AGENTHOST_CHILD_CODE __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
 
+// glibc's clone(3), called under its own name: ThreadSanitizer (GCC 12's libtsan) intercepts `clone` and treats every
+// call as a fork — in a CLONE_VM child its fork bookkeeping rewrites the parent's own sanitizer state (lost mutexes,
+// false races). The exported alias __clone is the same function without the interceptor.
+AGENTHOST_CHILD_CODE int launch_clone(int (*fn)(void*), void* stack, int flags, void* arg) {
+#ifdef __GLIBC__
+  return __clone(fn, stack, flags, arg);
+#else
+  return ::clone(fn, stack, flags, arg);
+#endif
+}
+
 AGENTHOST_CHILD_CODE long sys_errno(long rc) { return rc < 0 ? errno : 0; }
 
 [[noreturn]] AGENTHOST_CHILD_CODE void sys_exit(int code) {
@@ -104,7 +116,7 @@ AGENTHOST_CHILD_CODE int reaper_side(void* arg) {
     sys_exit(127);
   }
   // glibc's clone(3) wrapper is a few instructions around the system call; a raw clone cannot switch stacks from C.
-  const int agent = ::clone(agent_side, b->agent_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, b);
+  const int agent = launch_clone(agent_side, b->agent_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, b);
   if (agent < 0) {
     b->error = errno;
     sys_exit(127);
@@ -143,10 +155,18 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> disabled_for_testing{false};
+}
+
 bool adopt_spawn_supported() noexcept {
   // close_range(~0, ~0) closes nothing; it fails with ENOSYS before Linux 5.9.
   static const bool supported = architecture_supported && ::syscall(SYS_close_range, ~0U, ~0U, 0U) == 0;
-  return supported;
+  return supported && !disabled_for_testing.load(std::memory_order_relaxed);
+}
+
+void disable_adopt_spawn_for_testing(bool disabled) noexcept {
+  disabled_for_testing.store(disabled, std::memory_order_relaxed);
 }
 
 adopted_spawn spawn_adopted(const std::filesystem::path& reaper, const spawn_request& r, int devnull) {
@@ -189,7 +209,7 @@ adopted_spawn spawn_adopted(const std::filesystem::path& reaper, const spawn_req
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   const int saved_errno = errno;
-  const int pid = ::clone(reaper_side, reaper_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, &b);
+  const int pid = launch_clone(reaper_side, reaper_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, &b);
   const int clone_errno = pid < 0 ? errno : 0;
   errno = saved_errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);

@@ -28,6 +28,10 @@ struct adopted_spawn {
 /// Whether this kernel has what spawn_adopted needs (close_range, Linux >= 5.9). Checked once.
 bool adopt_spawn_supported() noexcept;
 
+/// Tests only: `true` makes adopt_spawn_supported() false, so that spawns take the reaper-first exec that kernels
+/// before 5.9 use (otherwise untested on a current kernel). Atomic; affects spawns that start after the call.
+void disable_adopt_spawn_for_testing(bool disabled) noexcept;
+
 /// Starts `agent` (executable, argv, envp, working_directory, stdio descriptors; fd3 = the reaper's end of its control
 /// socket) under a new agenthost-reaper at `reaper`, as described above. Both run in sessions of their own with
 /// default signal dispositions; the agent has an empty signal mask and only 0, 1, 2 open; the reaper has 0-2 on

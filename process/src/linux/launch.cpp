@@ -202,7 +202,8 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     // No server yet (or it died): this spawn starts the agent and its own reaper itself and the server right after,
     // so the server's start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
     start_server = rc == ESRCH;
-    if (!via_server && !start_server)
+    // EINPROGRESS: the server is still starting; this spawn is faster on its own than queued behind that start.
+    if (!via_server && !start_server && rc != EINPROGRESS)
       options.log.log(log_level::info, std::string("agenthost-reaper spawn server not used (") + std::strerror(rc) +
                                            "): starting a reaper for this agent");
   }

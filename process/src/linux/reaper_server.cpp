@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 namespace agenthost::process::detail {
 namespace {
@@ -23,6 +24,7 @@ struct server_state {
   std::filesystem::path reaper;
   unique_fd sock;   // our end of the server's SOCK_SEQPACKET socket (close-on-exec)
   unique_fd pidfd;  // the server is our child: reaped through this, never with waitpid(-1)
+  bool ready = false;  // an idle reaper said "ready": the server is up (a request may wait for a fork, not a start)
 };
 
 // Never destroyed: a spawn from another static object's destructor must still find it, and the descriptors are meant
@@ -38,6 +40,18 @@ void reset(server_state& s, bool ours) {
   s.sock.reset();
   s.pidfd.reset();
   s.owner = 0;
+  s.ready = false;
+}
+
+// Reads the idle reapers' "ready" packets (the only ones the server's side ever sends us), so none pile up.
+bool check_ready(server_state& s) {
+  char buf[16];
+  for (;;) {
+    const ssize_t n = ::recv(s.sock.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 5 && std::string_view(buf, 5) == "ready") s.ready = true;
+    if (n <= 0) return s.ready;
+  }
 }
 
 int start(server_state& s, const std::filesystem::path& reaper) {
@@ -111,6 +125,7 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
   if (s.sock && s.reaper != reaper) return ENOTSUP;
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
   if (!s.sock) return ESRCH;
+  if (!check_ready(s)) return EINPROGRESS;
   const int err = send_request(s.sock.get(), payload, request);
   if (err == 0) return 0;
   // EPIPE/ECONNRESET: the server died since the check above (its socket closes before its pidfd turns readable).

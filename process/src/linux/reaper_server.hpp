@@ -18,7 +18,8 @@ namespace agenthost::process::detail {
 /// `request.fd3` = the per-agent control socket) to this process's spawn server running `reaper`. Returns 0 once the
 /// request is queued (every answer then arrives on the control socket), else an errno and the caller starts a
 /// per-agent reaper itself instead: ESRCH when no server runs (none was started yet, or it died — then it was reaped),
-/// ENOTSUP when the server runs another reaper path. Never starts a server (see start_spawn_server). Thread-safe
+/// EINPROGRESS while the server is still starting (no idle reaper has said "ready" yet), ENOTSUP when the server
+/// runs another reaper path. Never starts a server (see start_spawn_server). Thread-safe
 /// (one mutex around the check and the send; the send is one SOCK_SEQPACKET packet, bounded by a 5 s send timeout).
 /// Never waits for the agent's start.
 int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request);
