@@ -4,6 +4,8 @@
 
 #include <agenthost/process/spawn_server.hpp>
 
+#include "../../process/src/linux/reaper_server.hpp"  // detail::spawn_server_ready
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -118,15 +120,12 @@ int find_spawn_server() {
   return found;
 }
 
-/// Waits (polling /proc, bounded) until this process's spawn server runs and has a child: its idle reaper.
+/// Waits (polling, bounded) until this process's spawn server runs and its idle reaper has said "ready", so that the
+/// next spawn is served by it.
 bool server_has_idle_reaper(std::chrono::milliseconds timeout) {
   const auto deadline = clk::now() + timeout;
   while (clk::now() < deadline) {
-    if (const int server = find_spawn_server(); server > 0) {
-      std::ifstream children("/proc/" + std::to_string(server) + "/task/" + std::to_string(server) + "/children");
-      int child = 0;
-      if (children >> child && child > 0) return true;
-    }
+    if (ap::detail::spawn_server_ready()) return true;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return false;

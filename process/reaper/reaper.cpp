@@ -183,8 +183,9 @@ int run_reaper(const prepared& p, const char* executable, char* const* argv, cha
 }
 
 // Adopt mode: the host's launch child started `agent` as its own child, marked itself a subreaper and exec'd us, with
-// every signal blocked and 0-2 on /dev/null already. Dispositions are reset here (exec keeps a host's SIG_IGN), the
-// mask becomes exactly what the signalfd handles, and no "started" is sent: the host knows the pid.
+// every signal blocked, every disposition default and 0-2 on /dev/null already. The dispositions are reset once more
+// (this mode's contract must not depend on the caller), the mask becomes exactly what the signalfd handles, and no
+// "started" is sent: the host knows the pid.
 int adopt(pid_t agent) {
   for (int sig = 1; sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);

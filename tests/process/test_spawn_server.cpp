@@ -6,6 +6,8 @@
 // cannot serve falls back to exec.
 #include "test_util.hpp"
 
+#include "../../process/src/linux/reaper_server.hpp"
+
 #include <agenthost/process/child.hpp>
 #include <agenthost/process/spawn_server.hpp>
 
@@ -108,6 +110,8 @@ class SpawnServer : public ::testing::Test {
     // posix_spawn returns once the server's exec has replaced its memory, but the kernel fills in the new argv (what
     // /proc/<pid>/cmdline shows) a moment later: on a loaded machine the first look may not recognise it yet.
     ASSERT_TRUE(eventually([] { return our_servers().size() == 1u; })) << our_servers().size() << " servers";
+    // Until its first idle reaper says "ready", a spawn starts its agent itself instead of queueing behind the start.
+    ASSERT_TRUE(eventually([] { return process::detail::spawn_server_ready(); })) << "the server never said ready";
   }
   stop_report stop(child& c, boost::system::error_code& ec) {
     std::optional<stop_report> r;
@@ -147,7 +151,8 @@ TEST_F(SpawnServer, PrestartStartsTheServerBeforeTheFirstSpawn) {
   const int server = our_servers().front();
   ASSERT_TRUE(prestart_spawn_server(AGENTHOST_REAPER)) << "a second call finds it running";
   EXPECT_EQ(our_servers(), std::vector<int>{server});
-  // The first spawn after it already takes a reaper the server forked.
+  // Once it said "ready" (its first idle reaper waits), the first spawn takes a reaper the server forked.
+  ASSERT_TRUE(eventually([] { return process::detail::spawn_server_ready(); })) << "the server never said ready";
   auto a = spawn({"ready", "never-exit"});
   ASSERT_TRUE(read_until_line(io, a, "ready"));
   EXPECT_EQ(parent_of(parent_of(a.pid())), server) << cmdline(parent_of(parent_of(a.pid())));
@@ -259,6 +264,7 @@ TEST_F(SpawnServer, ServerKilledBetweenSpawns) {
   const auto servers = our_servers();
   EXPECT_NE(servers[0], old_server);
   EXPECT_EQ(zombie_children(), 0) << "the dead server was not reaped";
+  ASSERT_TRUE(eventually([] { return process::detail::spawn_server_ready(); })) << "the new server never said ready";
   auto c = spawn({"ready", "never-exit"});
   ASSERT_TRUE(read_until_line(io, c, "ready"));
   EXPECT_EQ(parent_of(parent_of(c.pid())), servers[0]) << "served by the new server";
@@ -411,6 +417,9 @@ TEST(SpawnServerHostDeath, DISABLED_ChildHost) {
     ASSERT_TRUE(c);
     ASSERT_TRUE(read_until_line(io, *c, "ready"));
     trees.push_back(std::move(*c));
+    if (i == 0) {
+      ASSERT_TRUE(eventually([] { return process::detail::spawn_server_ready(); }));
+    }
   }
   const int server = parent_of(parent_of(trees[1].pid()));
   ASSERT_TRUE(is_server(server));

@@ -80,12 +80,10 @@ AGENTHOST_CHILD_CODE long sys_errno(long rc) { return rc < 0 ? errno : 0; }
   for (;;) ::syscall(SYS_exit_group, code);
 }
 
-// B: becomes the agent. Dispositions to default before the mask opens, so that no handler of the host ever runs here.
+// B: becomes the agent. Its dispositions are A's, all default already, so no handler of the host can run once the
+// mask opens.
 AGENTHOST_CHILD_CODE int agent_side(void* arg) {
   auto* b = static_cast<shared_block*>(arg);
-  const kernel_sigaction dfl{};
-  for (long sig = 1; sig < 65; ++sig)
-    if (sig != SIGKILL && sig != SIGSTOP) ::syscall(SYS_rt_sigaction, sig, &dfl, nullptr, kernel_sigset_size);
   long e = sys_errno(::syscall(SYS_setsid));
   for (int fd = 0; fd <= 2 && e == 0; ++fd) e = sys_errno(::syscall(SYS_dup3, b->stdio[fd], fd, 0));
   if (e == 0) e = sys_errno(::syscall(SYS_close_range, 3U, ~0U, 0U));
@@ -109,6 +107,12 @@ AGENTHOST_CHILD_CODE void reap(long pid) {
 // reaper has its signalfd (a SIGTERM meanwhile waits pending, across the exec).
 AGENTHOST_CHILD_CODE int reaper_side(void* arg) {
   auto* b = static_cast<shared_block*>(arg);
+  // Every disposition to default, in this process's own copy of the table: a host's handler must never run on these
+  // stacks, and a host's SIG_IGN of SIGCHLD (or SA_NOCLDWAIT) would let the kernel reap the agent — its exit status
+  // lost — before the reaper resets it after its exec.
+  const kernel_sigaction dfl{};
+  for (long sig = 1; sig < 65; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) ::syscall(SYS_rt_sigaction, sig, &dfl, nullptr, kernel_sigset_size);
   long e = sys_errno(::syscall(SYS_setsid));
   if (e == 0) e = sys_errno(::syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL));
   if (e != 0) {

@@ -135,6 +135,12 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
   return err == EPIPE || err == ECONNRESET || err == ECONNREFUSED ? ESRCH : err;
 }
 
+bool spawn_server_ready() {
+  auto& s = state();
+  std::lock_guard lock(s.m);
+  return s.sock && s.owner == ::getpid() && check_ready(s);
+}
+
 int start_spawn_server(const std::filesystem::path& reaper) {
   auto& s = state();
   std::lock_guard lock(s.m);

@@ -24,6 +24,10 @@ namespace agenthost::process::detail {
 /// Never waits for the agent's start.
 int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request);
 
+/// Whether this process's spawn server runs and one of its idle reapers has said "ready" (reads the pending packets),
+/// i.e. whether the next request is served rather than started on its own. For tests and benchmarks. Thread-safe.
+bool spawn_server_ready();
+
 /// Starts this process's spawn server running `reaper` unless one runs. Returns 0 or an errno (ENOTSUP: a server of
 /// another reaper path runs). Thread-safe: concurrent calls start one server. Blocks for one posix_spawn.
 int start_spawn_server(const std::filesystem::path& reaper);
