@@ -87,8 +87,9 @@ struct spawn_options {
   /// Reaper containment: start the agent's reaper through this process's spawn server — one long-lived
   /// `agenthost-reaper --server` that keeps a per-agent reaper fork()ed ahead of time, instead of the host exec'ing
   /// one (a faster spawn, the same containment: see README "The spawn server"). A spawn that finds no server (the
-  /// first one, or the first after the server died) exec's its reaper and starts the server right after; so does
-  /// one whose server cannot be used (another reaper_path). false: always exec. Default: true.
+  /// first one, or the first after the server died) starts the agent and then exec's its reaper, which adopts it, and
+  /// starts the server right after; so does one whose server is still starting or cannot be used (another
+  /// reaper_path). false: every spawn starts its own reaper that way. Default: true.
   bool reaper_server = true;
   /// How long destroying a still-running `child` may block while it kills the tree. Default: 2 s.
   std::chrono::milliseconds destroy_timeout{2000};

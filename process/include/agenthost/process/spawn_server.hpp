@@ -1,9 +1,11 @@
 // agenthost/process/spawn_server.hpp — start the per-process spawn server ahead of the first agent.
 //
-// Without this call, the first reaper-mode spawn of a host process exec's its own agenthost-reaper (about one exec
-// slower than a steady spawn) and starts the server right after it; every later spawn takes a reaper the server
-// forked ahead of time. A host that knows it will run agents (an IDE at start-up, a service at boot) calls
-// prestart_spawn_server() once, early, so that its first agent starts as fast as the others:
+// Without this call, the first reaper-mode spawn of a host process starts the agent and exec's its own
+// agenthost-reaper after it (a little slower than a steady spawn: the host waits for both execs, and then starts the
+// server beside the agent); every later spawn takes a reaper the server forked ahead of time. A host that knows it
+// will run agents (an IDE at start-up, a service at boot) calls prestart_spawn_server() once, early, so that its
+// first agent starts as fast as the others (a spawn that comes while the server is still starting does not wait for
+// it):
 //
 //   if (auto r = agenthost::process::prestart_spawn_server(); !r) log(r.error().message);  // spawns still work
 //
@@ -22,7 +24,7 @@ namespace agenthost::process {
 /// as spawn_options::reaper_path is) unless one runs already; returns at once after one posix_spawn (the server then
 /// forks its first idle reaper by itself, concurrently). Errors: errc::reaper_not_found (no helper at that path),
 /// errc::spawn_failed (the server could not be started, or one of another reaper path runs). After an error, spawns
-/// still work: they exec their reaper. Thread-safe; idempotent (a second call finds the server running). A server
+/// still work: each starts its own reaper. Thread-safe; idempotent (a second call finds the server running). A server
 /// that dies later is restarted by the next spawn, as usual.
 boost::system::result<void, spawn_error> prestart_spawn_server(const std::filesystem::path& reaper_path = {});
 
