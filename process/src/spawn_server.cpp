@@ -3,6 +3,8 @@
 #include "linux/reaper_server.hpp"
 #include "posix/spawn.hpp"
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace agenthost::process {
@@ -18,6 +20,13 @@ boost::system::result<void, spawn_error> prestart_spawn_server(const std::filesy
                        "the spawn server (" + reaper.string() + " --server) could not be started: " +
                            (e == ENOTSUP ? std::string("a server of another reaper path runs in this process")
                                          : std::string(std::strerror(e)))};
+  // A host that prestarts wants its first agent served at once: wait (outside the server's lock) until the server's
+  // first idle reaper takes requests.
+  if (const int e = detail::wait_spawn_server_ready(std::chrono::seconds(5)); e != 0)
+    return spawn_error{make_error_code(errc::spawn_failed),
+                       "the spawn server (" + reaper.string() + " --server) did not become ready: " +
+                           (e == ETIMEDOUT ? std::string("no idle reaper within 5 s")
+                                           : e == ESRCH ? std::string("it exited") : std::string(std::strerror(e)))};
   return {};
 }
 

@@ -5,12 +5,14 @@
 #include "../posix/fd_passing.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <string_view>
@@ -139,6 +141,31 @@ bool spawn_server_ready() {
   auto& s = state();
   std::lock_guard lock(s.m);
   return s.sock && s.owner == ::getpid() && check_ready(s);
+}
+
+int wait_spawn_server_ready(std::chrono::milliseconds timeout) {
+  using clock_type = std::chrono::steady_clock;
+  const auto deadline = clock_type::now() + timeout;
+  auto& s = state();
+  unique_fd sock, pidfd;  // duplicates, polled without the lock (a concurrent reset closes the originals)
+  {
+    std::lock_guard lock(s.m);
+    if (!s.sock || s.owner != ::getpid()) return ESRCH;
+    if (check_ready(s)) return 0;
+    sock.reset(::fcntl(s.sock.get(), F_DUPFD_CLOEXEC, 0));
+    pidfd.reset(::fcntl(s.pidfd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!sock || !pidfd) return errno;
+  }
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock_type::now());
+    if (left.count() <= 0) return ETIMEDOUT;
+    pollfd p[2] = {{sock.get(), POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) return errno;
+    std::lock_guard lock(s.m);
+    if (!s.sock) return ESRCH;
+    if (check_ready(s)) return 0;
+    if ((p[0].revents & (POLLHUP | POLLERR)) != 0 || (p[1].revents & POLLIN) != 0) return ESRCH;  // it died
+  }
 }
 
 int start_spawn_server(const std::filesystem::path& reaper) {

@@ -10,6 +10,7 @@
 
 #include "../posix/spawn.hpp"
 
+#include <chrono>
 #include <filesystem>
 
 namespace agenthost::process::detail {
@@ -27,6 +28,11 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
 /// Whether this process's spawn server runs and one of its idle reapers has said "ready" (reads the pending packets),
 /// i.e. whether the next request is served rather than started on its own. For tests and benchmarks. Thread-safe.
 bool spawn_server_ready();
+
+/// Waits until this process's spawn server says "ready" (reading its packets), at most `timeout`. Returns 0, ESRCH
+/// (no server of ours, or it died meanwhile), ETIMEDOUT, or another errno. Thread-safe; does not hold the server's
+/// lock while waiting, so spawns meanwhile go on (they start their agents themselves until "ready").
+int wait_spawn_server_ready(std::chrono::milliseconds timeout);
 
 /// Starts this process's spawn server running `reaper` unless one runs. Returns 0 or an errno (ENOTSUP: a server of
 /// another reaper path runs). Thread-safe: concurrent calls start one server. Blocks for one posix_spawn.

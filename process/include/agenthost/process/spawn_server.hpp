@@ -4,8 +4,8 @@
 // agenthost-reaper after it (a little slower than a steady spawn: the host waits for both execs, and then starts the
 // server beside the agent); every later spawn takes a reaper the server forked ahead of time. A host that knows it
 // will run agents (an IDE at start-up, a service at boot) calls prestart_spawn_server() once, early, so that its
-// first agent starts as fast as the others (a spawn that comes while the server is still starting does not wait for
-// it):
+// first agent starts as fast as the others (a spawn from another thread while the server is still starting does not
+// wait for it):
 //
 //   if (auto r = agenthost::process::prestart_spawn_server(); !r) log(r.error().message);  // spawns still work
 //
@@ -21,11 +21,12 @@
 namespace agenthost::process {
 
 /// Starts this process's spawn server (`agenthost-reaper --server`) running the reaper at `reaper_path` (empty: found
-/// as spawn_options::reaper_path is) unless one runs already; returns at once after one posix_spawn (the server then
-/// forks its first idle reaper by itself, concurrently). Errors: errc::reaper_not_found (no helper at that path),
-/// errc::spawn_failed (the server could not be started, or one of another reaper path runs). After an error, spawns
-/// still work: each starts its own reaper. Thread-safe; idempotent (a second call finds the server running). A server
-/// that dies later is restarted by the next spawn, as usual.
+/// as spawn_options::reaper_path is) unless one runs already, and returns once it takes requests: its exec, one fork
+/// and its idle reaper's set-up (about 1 ms on an idle machine; at most 5 s), so that the very next spawn is served.
+/// Errors: errc::reaper_not_found (no helper at that path), errc::spawn_failed (the server could not be started, one
+/// of another reaper path runs, or it did not become ready). After an error, spawns still work: each starts its own
+/// reaper. Thread-safe (spawns from other threads meanwhile do not wait for it); idempotent (a second call finds the
+/// server running). A server that dies later is restarted by the next spawn, as usual.
 boost::system::result<void, spawn_error> prestart_spawn_server(const std::filesystem::path& reaper_path = {});
 
 }  // namespace agenthost::process
