@@ -61,7 +61,7 @@ struct shared_block {
 
 // Raw system calls only: the libc wrappers of several of these are intercepted by the sanitizers, whose state belongs
 // to the (suspended) host thread. syscall(2) itself writes only errno, which is that thread's too and read right away.
-#define AGENTHOST_CHILD_CODE __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+#define AGENTHOST_CHILD_CODE __attribute__((no_sanitize("address", "thread", "undefined")))
 
 // glibc's clone(3), called under its own name: ThreadSanitizer (GCC 12's libtsan) intercepts `clone` and treats every
 // call as a fork — in a CLONE_VM child its fork bookkeeping rewrites the parent's own sanitizer state (lost mutexes,
