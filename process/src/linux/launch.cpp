@@ -177,8 +177,9 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     tree_token = std::string("AGENTHOST_TREE_TOKEN=") + hex;
     req.envp.push_back(tree_token);
   }
-  // The strictest exec on the way is the reaper's (its own arguments come in front of the agent's): checked here so
-  // that a refused command line is a specific error before anything is spawned.
+  // The strictest exec on the way is the reaper-first one of kernels before 5.9 (the reaper's own arguments come in
+  // front of the agent's): checked for every reaper-mode spawn, so that what is accepted does not depend on the
+  // kernel, and here, so that a refused command line is a specific error before anything is spawned.
   if (auto problem = check_exec_limits(req.argv, req.envp, mode == containment_kind::reaper ? 6 : 1,
                                                4096 + 64 + 2 * (exe->native().size() + 1)))
     return spawn_error{make_error_code(errc::argument_list_too_long), *problem};
