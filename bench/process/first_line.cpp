@@ -122,7 +122,7 @@ int find_spawn_server() {
 
 /// Waits (polling, bounded) until this process's spawn server runs and its idle reaper has said "ready", so that the
 /// next spawn is served by it.
-bool server_has_idle_reaper(std::chrono::milliseconds timeout) {
+bool wait_server_ready(std::chrono::milliseconds timeout) {
   const auto deadline = clk::now() + timeout;
   while (clk::now() < deadline) {
     if (ap::detail::spawn_server_ready()) return true;
@@ -164,8 +164,8 @@ std::optional<double> lib_first_line(bench_env& env, const first_line_variant& v
       s.fail("prestart_spawn_server: " + r.error().message);
       return std::nullopt;
     }
-    if (v.prestart_settled && !server_has_idle_reaper(2s)) {
-      s.fail("the prestarted server forked no idle reaper within 2 s");
+    if (v.prestart_settled && !wait_server_ready(2s)) {
+      s.fail("the prestarted server did not say ready within 2 s");
       return std::nullopt;
     }
   }

@@ -92,6 +92,14 @@ struct prepared {
   int error = 0;        // errno of the first failure; reported as "spawn-failed" once a control socket is there
 };
 
+// What the reaper's signalfd handles (and keeps blocked): SIGCHLD and the termination signals.
+sigset_t handled_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, sig);
+  return set;
+}
+
 prepared prepare_reaper(bool want_pidfd) {
   prepared p;
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
@@ -100,9 +108,7 @@ prepared prepare_reaper(bool want_pidfd) {
   }
   // SIGCHLD and the termination signals arrive through a signalfd; they are blocked here but the agent gets an empty
   // mask and default dispositions.
-  sigset_t handled;
-  sigemptyset(&handled);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&handled, s);
+  const sigset_t handled = handled_signals();
   ::sigprocmask(SIG_BLOCK, &handled, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   p.sigfd = ::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -200,9 +206,7 @@ int adopt(pid_t agent) {
     ::kill(agent, SIGKILL);
     return 127;
   }
-  sigset_t handled;
-  sigemptyset(&handled);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&handled, s);
+  const sigset_t handled = handled_signals();
   ::sigprocmask(SIG_SETMASK, &handled, nullptr);
   return supervise(agent, p.sigfd);
 }

@@ -13,7 +13,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <string>
 #include <vector>
 
@@ -157,11 +156,9 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   return out;
 }
 
-}  // namespace
-
-namespace {
 std::atomic<bool> disabled_for_testing{false};
-}
+
+}  // namespace
 
 bool adopt_spawn_supported() noexcept {
   // close_range(~0, ~0) closes nothing; it fails with ENOSYS before Linux 5.9.

@@ -231,10 +231,6 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     }
     pid = a.reaper_pid;
     agent_pid = a.agent_pid;
-    if (start_server) {
-      if (const int e = start_spawn_server(reaper); e != 0)
-        options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
-    }
   } else if (!via_server) {
     if (mode == containment_kind::reaper) {
       req.executable = reaper;
@@ -254,10 +250,11 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
       return os_error(what + in_directory(), spawn_errno);
     }
     pid = pid_value;
-    if (start_server) {
-      if (const int e = start_spawn_server(reaper); e != 0)
-        options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
-    }
+  }
+  // Right after this spawn, so that the server's start-up overlaps the agent's.
+  if (start_server) {
+    if (const int e = start_spawn_server(reaper); e != 0)
+      options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
   }
   // Our copies of the child's ends: closed now, so EOF arrives when the tree is gone (the server got its own copies
   // with the request).

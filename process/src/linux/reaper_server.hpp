@@ -4,8 +4,9 @@
 //
 // Lifetime: started right after the first reaper-mode spawn (which starts the agent and its own reaper itself, see
 // adopt_spawn.hpp, so the server's start-up is not on that spawn's path), and again after the spawn that found it
-// dead (by its pidfd or a failed send); its socket and pidfd stay open until the host process exits — the server then reads EOF and exits, and every per-agent reaper
-// reads EOF on its own control socket and kills its tree. A fork()ed host starts its own server.
+// dead (by its pidfd or a failed send); its socket and pidfd stay open until the host process exits — the server
+// then reads EOF and exits, and every per-agent reaper reads EOF on its own control socket and kills its tree. A
+// fork()ed host starts its own server.
 #pragma once
 
 #include "../posix/spawn.hpp"
@@ -20,9 +21,9 @@ namespace agenthost::process::detail {
 /// request is queued (every answer then arrives on the control socket), else an errno and the caller starts a
 /// per-agent reaper itself instead: ESRCH when no server runs (none was started yet, or it died — then it was reaped),
 /// EINPROGRESS while the server is still starting (no idle reaper has said "ready" yet), ENOTSUP when the server
-/// runs another reaper path. Never starts a server (see start_spawn_server). Thread-safe
-/// (one mutex around the check and the send; the send is one SOCK_SEQPACKET packet, bounded by a 5 s send timeout).
-/// Never waits for the agent's start.
+/// runs another reaper path. Never starts a server (see start_spawn_server). Thread-safe (one mutex around the check
+/// and the send; the send is one SOCK_SEQPACKET packet, bounded by a 5 s send timeout). Never waits for the agent's
+/// start.
 int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request);
 
 /// Whether this process's spawn server runs and one of its idle reapers has said "ready" (reads the pending packets),
