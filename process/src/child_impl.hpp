@@ -22,6 +22,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -38,6 +39,31 @@ namespace detail {
 
 template <class Sig>
 using handler_t = boost::asio::any_completion_handler<Sig>;
+
+/// The lines of one read, handed to the consumer as a line_batch. Its storage is kept from read to read (it grows to
+/// the most lines one read has delivered).
+class line_list {
+ public:
+  // Field by field, inlined into the framer's loop: a line_view passed whole to an out-of-line vector::push_back went
+  // through the stack, and its 16-byte reloads of values just written as two 8-byte stores are store-forwarding stalls
+  // (about 1 point of a core per million lines a second; most of the framing cost in the 100-agent scale benchmark).
+  [[gnu::always_inline]] void push(const line_view& l) {
+    if (size_ == lines_.size()) grow();
+    line_view& d = lines_[size_++];
+    d.text = l.text;
+    d.oversize = l.oversize;
+    d.total_bytes = l.total_bytes;
+  }
+  void clear() noexcept { size_ = 0; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] line_batch view() const noexcept { return {lines_.data(), size_}; }
+
+ private:
+  [[gnu::noinline]] void grow() { lines_.resize(std::max<std::size_t>(64, lines_.size() * 2)); }
+
+  std::vector<line_view> lines_;
+  std::size_t size_ = 0;
+};
 
 template <class Sig, class Executor, class... Args>
 void post_completion_keep_slot(handler_t<Sig> h, const Executor& fallback, Args... args) {
@@ -102,7 +128,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
 
   // stdout
   line_framer framer;
-  std::vector<line_view> batch;
+  detail::line_list batch;
   bool out_eof = false;
   bool reading = false;
   // stdout with read coalescing (opts.read_coalescing > 0): the pipe is never given to the reactor — Asio registers a

@@ -70,23 +70,23 @@ void child::impl::read_more(handler_t<void(error_code, line_batch)> h) {
 }
 
 void child::impl::on_stdout(error_code ec, std::size_t n, handler_t<void(error_code, line_batch)> h) {
-  framer.commit(n, [this](const line_view& l) { batch.push_back(l); });
+  framer.commit(n, [this](const line_view& l) { batch.push(l); });
   if (ec == asio::error::operation_aborted || (ec && shut_down)) {
     reading = false;
-    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, batch.view());
     return post_completion(std::move(h), ex, error_code(asio::error::operation_aborted), line_batch{});
   }
   if (ec) {  // EOF (or an error, treated as EOF: nothing more can come)
     if (ec != asio::error::eof) log(log_level::warn, "reading the agent's stdout failed: " + ec.message());
     out_eof = true;
-    framer.finish([this](const line_view& l) { batch.push_back(l); });
+    framer.finish([this](const line_view& l) { batch.push(l); });
     reading = false;
-    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, batch.view());
     return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
   }
   if (batch.empty()) return read_more(std::move(h));
   reading = false;
-  post_completion(std::move(h), ex, error_code{}, line_batch(batch));
+  post_completion(std::move(h), ex, error_code{}, batch.view());
 }
 
 void child::impl::read_lines_coalesced(handler_t<void(error_code, line_batch)> h) {
@@ -123,7 +123,7 @@ void child::impl::read_coalesced(bool from_initiation) {
     const ssize_t n = ::read(out_fd.get(), space.data(), space.size());
     if (n > 0) {
       ++reads;
-      framer.commit(static_cast<std::size_t>(n), [this](const line_view& l) { batch.push_back(l); });
+      framer.commit(static_cast<std::size_t>(n), [this](const line_view& l) { batch.push(l); });
       out_full = static_cast<std::size_t>(n) == space.size();
       if (!batch.empty() || !out_full) break;
       continue;
@@ -143,8 +143,8 @@ void child::impl::read_coalesced(bool from_initiation) {
     });
   }
   reading = false;
-  if (from_initiation) return post_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));
-  dispatch_completion(std::move(pending_read), ex, error_code{}, line_batch(batch));
+  if (from_initiation) return post_completion(std::move(pending_read), ex, error_code{}, batch.view());
+  dispatch_completion(std::move(pending_read), ex, error_code{}, batch.view());
 }
 
 void child::impl::write_stdin(asio::const_buffer data, handler_t<void(error_code, std::size_t)> h) {

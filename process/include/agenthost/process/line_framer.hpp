@@ -98,7 +98,7 @@ class line_framer {
       return;
     }
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-    text = strip_bom(text);
+    if (stream_start_) text = strip_bom(text);  // the test here keeps the per-line path free of a call
     if (text.size() > max_line_bytes_) {
       on_line(line_view{text.substr(0, oversize_head_bytes_), true, text.size()});
     } else {
