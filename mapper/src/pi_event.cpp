@@ -140,29 +140,35 @@ void pi_event_parser::reserve_buffer(std::size_t needed) {
   reserve_padded(buffer_, capacity_, parser_, needed);
 }
 
+x_event& pi_event_parser::thread_event() {
+  thread_local x_event ev;
+  return ev;
+}
+
 error_code pi_event_parser::parse(std::string_view line) {
-  ev_.reset();
+  ev_ = &thread_event();
+  ev_->reset();
   if (!arena_.empty()) arena_.clear();
   deferred_partial_ = {};
   deferred_message_ = {};
   const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
   reserve_buffer(needed);
   if (parse_fast(line)) return simdjson::SUCCESS;
-  ev_.reset();  // the fast path gave up: whatever it set is discarded
+  ev_->reset();  // the fast path gave up: whatever it set is discarded
 
   std::memcpy(buffer_.get(), line.data(), line.size());
   std::memset(buffer_.get() + line.size(), 0, simdjson::SIMDJSON_PADDING);
 
   const error_code e = parse_ondemand(line.size());
-  if (e == simdjson::SUCCESS && (ev_.kind == event_kind::tool_execution_end || ev_.kind == event_kind::turn_end ||
-                                 ev_.kind == event_kind::agent_end)) {
+  if (e == simdjson::SUCCESS && (ev_->kind == event_kind::tool_execution_end || ev_->kind == event_kind::turn_end ||
+                                 ev_->kind == event_kind::agent_end)) {
     // A tool ended: its output no longer grows, so the memo of its cumulative text goes (it may hold megabytes, per
     // agent; the next tool's first update rebuilds it).
     forget_cumulative_text();
   }
-  if (e == simdjson::SUCCESS && ev_.has_partial_text && ev_.type_members > 1) {
+  if (e == simdjson::SUCCESS && ev_->has_partial_text && ev_->type_members > 1) {
     // The event was reclassified after a partialResult was read as text only: read the line again, building it.
-    ev_.reset();
+    ev_->reset();
     if (!arena_.empty()) arena_.clear();
     deferred_partial_ = {};
     deferred_message_ = {};
@@ -180,11 +186,11 @@ error_code pi_event_parser::parse_ondemand(std::size_t size) {
   od::object root;
   if (auto e = doc.get_object().get(root)) return e;
   if (auto e = parse_root(root)) return e;
-  if (!ev_.has_type) return simdjson::NO_SUCH_FIELD;
+  if (!ev_->has_type) return simdjson::NO_SUCH_FIELD;
   if (auto e = check_end(doc)) return e;
 
   // Objects met before we knew whether they were needed.
-  x_event& ev = ev_;
+  x_event& ev = *ev_;
   if (ev.kind == event_kind::message_update) {
     if (ev.has_update && ev.needs_snapshot() && !ev.has_snapshot) {
       const std::string_view raw = !deferred_partial_.empty() ? deferred_partial_ : deferred_message_;
@@ -214,7 +220,7 @@ error_code pi_event_parser::parse_deferred(std::string_view raw, x_message& m, b
 }
 
 error_code pi_event_parser::parse_root(od::object root) {
-  x_event& ev = ev_;
+  x_event& ev = *ev_;
   for (auto field_result : root) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
@@ -339,7 +345,7 @@ error_code pi_event_parser::parse_root(od::object root) {
 }
 
 error_code pi_event_parser::parse_update(od::value v) {
-  x_event& ev = ev_;
+  x_event& ev = *ev_;
   od::object obj;
   if (auto e = v.get_object().get(obj)) return is_type_mismatch(e) ? simdjson::SUCCESS : e;
   ev.has_update = true;

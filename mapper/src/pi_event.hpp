@@ -167,8 +167,10 @@ class pi_event_parser {
   void set_closed_call_check(std::function<bool(std::string_view tool_call_id)> closed) {
     call_closed_ = std::move(closed);
   }
-  [[nodiscard]] const x_event& event() const noexcept { return ev_; }
-  [[nodiscard]] x_event& event() noexcept { return ev_; }
+  /// The last parse()'s event. It lives in a record shared by every pi_event_parser of the calling thread (see ev_):
+  /// valid until the next parse() of any of them on this thread, so read it right after parse(), on the same thread.
+  [[nodiscard]] const x_event& event() const noexcept { return *ev_; }
+  [[nodiscard]] x_event& event() noexcept { return *ev_; }
 
  private:
   // Fast path for message_update lines (pi's per-token event): a strict byte-level scan that either produces the
@@ -230,7 +232,12 @@ class pi_event_parser {
   std::unique_ptr<char[]> buffer_;
   std::size_t capacity_ = 0;
   string_arena arena_;
-  x_event ev_;
+  // The event record is per thread, not per parser: it is scratch (filled by one parse(), read by the mapper right
+  // after it), and a host with 100 agents on one thread would otherwise touch 100 cold copies of it, one per line of
+  // each (reset() and the parse write several of its cache lines). Set at each parse(), so that a parser used from
+  // another thread than the last one uses that thread's record.
+  static x_event& thread_event();
+  x_event* ev_ = &thread_event();
   bool partial_text_allowed_ = true;  // off while re-reading a line whose `type` changed after a partialResult
   std::function<bool(std::string_view)> call_closed_;
 };

@@ -98,7 +98,7 @@ bool pi_event_parser::parse_fast_tool_update(std::string_view line) {
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   if (!valid_utf8(begin, line.size())) return false;
-  x_event& ev = ev_;
+  x_event& ev = *ev_;
   ev.only_update_fields = false;  // fields outside message_update are set below
   const char* p = begin + kToolUpdatePrefix.size();
   std::string_view key;
@@ -128,9 +128,9 @@ bool pi_event_parser::parse_fast_tool_update(std::string_view line) {
   return true;
 }
 
-// The result value at `p` (conversion depth 0): its text into ev_.partial_text.
+// The result value at `p` (conversion depth 0): its text into the event's partial_text.
 const char* pi_event_parser::fast_tool_result(const char* p, const char* end) {
-  ev_.partial_text.clear();
+  ev_->partial_text.clear();
   if (p >= end || *p != '{') return fast_content_text(p, end, 0);
   p = raw::skip_ws(p + 1, end);
   if (p < end && *p == '}') return p + 1;
@@ -152,7 +152,7 @@ const char* pi_event_parser::fast_tool_result(const char* p, const char* end) {
 
 // A `content` value: a string as is, an array's text items joined with '\n', anything else "" (validated).
 const char* pi_event_parser::fast_content_text(const char* p, const char* end, int depth) {
-  std::string& text = ev_.partial_text;
+  std::string& text = ev_->partial_text;
   text.clear();
   if (p >= end) return nullptr;
   if (*p == '"') return scan_unescape_append(p, end, text);
@@ -222,7 +222,7 @@ const char* pi_event_parser::fast_content_item(const char* p, const char* end, i
   if (p >= end || *p != '{') return raw::validate_value(p, end, depth);
   p = raw::skip_ws(p + 1, end);
   if (p < end && *p == '}') return p + 1;
-  std::string& text = ev_.partial_text;
+  std::string& text = ev_->partial_text;
   const std::size_t mark = text.size();  // the text before this item
   const char *type_body = nullptr, *type_end = nullptr;
   bool type_escaped = false, has_text = false;
@@ -297,16 +297,16 @@ bool pi_event_parser::parse_fast_ignored(std::string_view line) {
     if (p == nullptr) return false;
   }
   if (raw::skip_ws(p, end) != end) return false;
-  ev_.kind = event_kind::unknown;
-  ev_.has_type = true;
-  ev_.type_members = 1;
+  ev_->kind = event_kind::unknown;
+  ev_->has_type = true;
+  ev_->type_members = 1;
   return true;
 }
 
 // Members of assistantMessageEvent (parse_update's rules); `p` is at the value of member `key`.
 const char* pi_event_parser::fast_update_members(const char* p, const char* end, std::string_view key,
                                                  const char* line_begin, bool record_cut) {
-  x_event& ev = ev_;
+  x_event& ev = *ev_;
   for (;;) {
     if (key == "type") {
       std::string_view t;
@@ -349,7 +349,7 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   static constexpr std::string_view kPrefix = R"({"type":"message_update")";
   const char* const begin = line.data();
   const char* const end = begin + line.size();
-  x_event& ev = ev_;
+  x_event& ev = *ev_;
   scratch_ = buffer_.get();
   cut_ = {};
 

@@ -185,8 +185,8 @@ error_code pi_event_parser::parse_tool_results(od::value v) {
   for (auto element_result : arr) {
     od::value element;
     if (auto e = std::move(element_result).get(element)) return e;
-    if (ev_.ntool_results == ev_.tool_results.size()) ev_.tool_results.emplace_back();
-    x_message& m = ev_.tool_results[ev_.ntool_results++];
+    if (ev_->ntool_results == ev_->tool_results.size()) ev_->tool_results.emplace_back();
+    x_message& m = ev_->tool_results[ev_->ntool_results++];
     m.reset();
     if (auto e = parse_message(element, m, false)) return e;
   }
