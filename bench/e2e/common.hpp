@@ -72,6 +72,7 @@ struct config {
   std::vector<int> scale_coalesce_ms = {2, 4, 5};  // rows at every K with spawn_options::read_coalescing (run() loop)
   bool scale_plain_rows = true;  // off: only the coalescing rows (for profiling them)
   bool scale_no_mapper_row = true;  // also the largest K without the mapper (the process layer's share)
+  bool scale_bare_row = true;  // also the largest K read by a bare poll()+read() loop, no library (the floor)
   std::vector<std::string> scale_content = {"synthetic", "pi-delta", "pi-snapshot"};  // what each agent streams
   std::uint64_t latency_lines = 4000;
   std::uint64_t latency_interval_us = 500;

@@ -9,10 +9,17 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -186,23 +193,109 @@ struct scale_row {
   int spawn_failures = 0;
 };
 
+constexpr std::uint64_t kBps = 1000000, kLineBytes = 100;
+
+/// fake_agent's arguments for one scale agent streaming `content` for `seconds`.
+std::vector<std::string> agent_args(const scale_content& content, double seconds) {
+  if (content.file.empty())
+    return {"rate", std::to_string(kBps), "--lines-of", std::to_string(kLineBytes), "--seconds", fmt(seconds, 3)};
+  return {"rate", std::to_string(kBps), "--file", content.file.string(), "--seconds", fmt(seconds, 3)};
+}
+
+/// The lines one agent writes in `seconds`.
+std::uint64_t lines_per_agent(const scale_content& content, double seconds) {
+  if (content.file.empty())
+    return static_cast<std::uint64_t>(
+        std::floor(static_cast<double>(kBps) * seconds / static_cast<double>(kLineBytes + 1)));
+  // fake_agent's rule: lines are written while they end within BPS·S bytes
+  const auto budget = static_cast<std::uint64_t>(std::floor(static_cast<double>(kBps) * seconds));
+  std::uint64_t n = 0;
+  for (std::uint64_t sent = 0, i = 0; sent + content.line_sizes[i] <= budget;
+       i = i + 1 == content.line_sizes.size() ? 0 : i + 1) {
+    sent += content.line_sizes[i];
+    ++n;
+  }
+  return n;
+}
+
+/// The floor under every host at this load: the same K agents started with plain posix_spawn (no reaper), and a
+/// thread that every `tick_ms` poll()s all pipes and read()s each ready one once into one shared 64 KiB buffer,
+/// counting its lines with memchr. No library, no per-agent buffer, no consumer: what the kernel's pipe copy, the
+/// system calls and finding the newlines cost on this machine, measured over the same window as the library's rows.
+scale_row scale_bare(const scale_content& content, int k, double seconds, int tick_ms) {
+  scale_row row;
+  row.agents = k;
+  row.expected = lines_per_agent(content, seconds) * static_cast<std::uint64_t>(k);
+  std::vector<bare_child> children;
+  std::vector<pollfd> fds;
+  const std::int64_t t_spawn0 = mono_ns();
+  auto argv = agent_args(content, seconds);
+  argv.insert(argv.begin(), kFake);
+  for (int i = 0; i < k; ++i) {
+    try {
+      children.push_back(bare_child::spawn(argv));
+    } catch (const std::exception&) {
+      ++row.spawn_failures;
+      continue;
+    }
+    ::fcntl(children.back().out, F_SETFL, ::fcntl(children.back().out, F_GETFL) | O_NONBLOCK);
+    fds.push_back({children.back().out, POLLIN, 0});
+  }
+  const std::int64_t t_spawned = mono_ns();
+  row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
+  const std::int64_t window_start = t_spawned + 1000000000;
+  const std::int64_t window_end = t_spawn0 + static_cast<std::int64_t>((seconds - 0.7) * 1e9);
+  double cpu_a = 0, cpu_b = 0;
+  std::int64_t wall_a = 0, wall_b = 0;
+  std::vector<char> buf(std::size_t{64} << 10);
+  std::uint64_t bytes = 0;
+  std::size_t open = fds.size();
+  for (std::int64_t next = mono_ns(); open > 0 && g_interrupted == 0;) {
+    next += static_cast<std::int64_t>(tick_ms) * 1000000;
+    const timespec due{static_cast<time_t>(next / 1000000000), static_cast<long>(next % 1000000000)};
+    while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr) == EINTR) {
+    }
+    const std::int64_t now = mono_ns();
+    if (wall_a == 0 && now >= window_start) {
+      cpu_a = cpu_self_seconds();
+      wall_a = now;
+    }
+    if (wall_b == 0 && now >= window_end) {
+      cpu_b = cpu_self_seconds();
+      wall_b = now;
+    }
+    if (::poll(fds.data(), fds.size(), 0) <= 0) continue;
+    for (auto& f : fds) {
+      if (f.revents == 0) continue;
+      const ssize_t n = ::read(f.fd, buf.data(), buf.size());
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n <= 0) {  // EOF (or an error): this agent is done
+        f.fd = -1;
+        --open;
+        continue;
+      }
+      bytes += static_cast<std::uint64_t>(n);
+      for (const char *p = buf.data(), *e = p + n; (p = static_cast<const char*>(std::memchr(p, '\n', e - p)));
+           ++p)
+        ++row.lines;
+    }
+  }
+  for (auto& c : children) c.wait();
+  if (wall_b > wall_a && wall_a > 0) {
+    row.window_seconds = static_cast<double>(wall_b - wall_a) / 1e9;
+    row.cpu_percent = 100 * (cpu_b - cpu_a) / row.window_seconds;
+  }
+  row.mbps = static_cast<double>(bytes) / 1e6 / seconds;
+  row.lps = static_cast<double>(row.lines) / seconds;
+  return row;
+}
+
 scale_row scale_once(const scale_content& content, int k, double seconds, int tick_ms, bool map, int coalesce_ms) {
-  constexpr std::uint64_t kBps = 1000000, kLineBytes = 100;
   const bool synthetic = content.file.empty();
   // Position of a sample per second: line index / lines per second (synthetic), or bytes before the line / BPS.
   const double lps = synthetic ? static_cast<double>(kBps) / static_cast<double>(kLineBytes + 1)
                                : static_cast<double>(kBps);
-  std::uint64_t per_agent = static_cast<std::uint64_t>(
-      std::floor(static_cast<double>(kBps) * seconds / static_cast<double>(kLineBytes + 1)));
-  if (!synthetic) {  // fake_agent's rule: lines are written while they end within BPS·S bytes
-    const auto budget = static_cast<std::uint64_t>(std::floor(static_cast<double>(kBps) * seconds));
-    per_agent = 0;
-    for (std::uint64_t sent = 0, i = 0; sent + content.line_sizes[i] <= budget;
-         i = i + 1 == content.line_sizes.size() ? 0 : i + 1) {
-      sent += content.line_sizes[i];
-      ++per_agent;
-    }
-  }
+  const std::uint64_t per_agent = lines_per_agent(content, seconds);
   scale_row row;
   row.agents = k;
   row.tick_ms = tick_ms;
@@ -213,10 +306,7 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
   for (int i = 0; i < k; ++i) {
     auto a = std::make_unique<agent_state>();
     a->samples.reserve(per_agent / 8 + 1024);
-    auto opts = synthetic ? fake_options({"rate", std::to_string(kBps), "--lines-of", std::to_string(kLineBytes),
-                                          "--seconds", fmt(seconds, 3)})
-                          : fake_options({"rate", std::to_string(kBps), "--file", content.file.string(), "--seconds",
-                                          fmt(seconds, 3)});
+    auto opts = fake_options(agent_args(content, seconds));
     opts.read_coalescing = std::chrono::milliseconds(coalesce_ms);
     auto c = agenthost::process::child::spawn(io.get_executor(), std::move(opts));
     if (!c) {
@@ -380,7 +470,10 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
   rep.add("Rows with a tick (synthetic only): the same at the largest agent count, but the io_context thread runs a "
           "paced loop (`poll()`, then sleep T ms) instead of `run()`: each wake-up serves every agent that has output. "
           "Rows with `coalesce T ms`: `run()`, children spawned with `spawn_options::read_coalescing = T ms` (stdout "
-          "out of the reactor; one poll() over all pending pipes per tick).");
+          "out of the reactor; one poll() over all pending pipes per tick). Rows `bare poll() + read() every T ms, no "
+          "library` (largest agent count, after each coalescing setting's rows): the floor under any host at this load "
+          "— the same agents from plain posix_spawn, one thread that every T ms polls all pipes and reads each ready "
+          "one once into one shared buffer, counting newlines with memchr; no per-agent state, no consumer.");
   rep.add("");
   rep.add("| content | agents | loop | spawn all | MB/s in | lines/s in | messages/s out | host CPU (% of one core) | "
           "CPU per agent | p50 delay | p99 delay | p99.9 | max | lines received | verdict |");
@@ -389,6 +482,7 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
     int k, tick;
     bool map;
     int coalesce = 0;
+    bool bare = false;  // scale_bare(): the floor, no library
   };
   for (const auto& content : contents) {
     const bool synthetic = content.file.empty();
@@ -409,12 +503,25 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
         if (c <= 0) continue;
         for (int k : cfg.agents) runs.push_back({k, 0, true, c});
         if (cfg.scale_no_mapper_row) runs.push_back({cfg.agents.back(), 0, false, c});
+        if (cfg.scale_bare_row) runs.push_back({cfg.agents.back(), 0, false, c, true});
       }
     }
     bool library_met = false;  // some run() row (coalescing or not) at 100 agents meets both targets
     bool library_rows = false;
-    for (const auto& [k, tick, map, coalesce] : runs) {
+    for (const auto& [k, tick, map, coalesce, bare] : runs) {
       if (g_interrupted != 0) break;
+      if (bare) {
+        const scale_row r = scale_bare(content, k, cfg.scale_seconds, coalesce);
+        rep.add("| " + content.name + " | " + std::to_string(k) + " | bare poll() + read() every " +
+                std::to_string(coalesce) + " ms, no library | " + fmt(r.spawn_seconds * 1e3) + " ms | " +
+                fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | – | " +
+                (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
+                (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | – | – | – | – | " +
+                std::to_string(r.lines) + " / " + std::to_string(r.expected) +
+                (r.spawn_failures ? " (" + std::to_string(r.spawn_failures) + " spawn failures)" : "") +
+                " | (floor) |");
+        continue;
+      }
       const scale_row r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
       std::string verdict = "–";
       if (k == 100 && map) {
