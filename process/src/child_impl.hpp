@@ -92,8 +92,8 @@ template <class Sig, class Executor, class... Args>
 void dispatch_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
   boost::asio::get_associated_cancellation_slot(h).clear();
   auto ex = boost::asio::get_associated_executor(h, fallback);
-  boost::asio::dispatch(ex,
-                        [h = std::move(h), ... args = std::move(args)]() mutable { std::move(h)(std::move(args)...); });
+  run_here_or_dispatch(
+      ex, [h = std::move(h), ... args = std::move(args)]() mutable { std::move(h)(std::move(args)...); });
 }
 
 }  // namespace detail

@@ -1,8 +1,6 @@
 #include "read_poller.hpp"
 
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/context.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -120,8 +118,8 @@ void read_poller::on_tick() {
     start_timer_locked(std::max(deadline_ + interval, now));
   }
   // Outside the mutex: on_ready arms again (and may complete a user handler that spawns, destroys or reads).
-  // dispatch runs it inline when this thread already runs the child's executor (the one-thread io_context case).
-  for (auto& r : ready) asio::dispatch(r->executor, [r] { r->on_ready(); });
+  // Inline when this thread already runs the child's executor (the one-thread io_context case).
+  for (auto& r : ready) run_here_or_dispatch(r->executor, [r] { r->on_ready(); });
 }
 
 }  // namespace agenthost::process::detail

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -18,9 +20,23 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace agenthost::process::detail {
+
+// Runs `f` now when `ex` is an io_context executor and this thread runs that io_context; otherwise dispatches it.
+// asio::dispatch would also run it inline then, but through a type-erased executor (any_io_executor,
+// any_completion_executor) it first wraps `f` in an allocated executor_function: twice per read of every agent.
+template <class Executor, class F>
+void run_here_or_dispatch(const Executor& ex, F&& f) {
+  if (const auto* io = ex.template target<boost::asio::io_context::executor_type>();
+      io != nullptr && io->running_in_this_thread()) {
+    std::forward<F>(f)();
+    return;
+  }
+  boost::asio::dispatch(ex, std::forward<F>(f));
+}
 
 /// One pipe served by the poller. Owned by its child; the poller holds it only while it is armed.
 struct poll_source {
