@@ -220,6 +220,9 @@ class pi_event_parser {
     std::int64_t content_index = -1;
   };
   cut_point cut_{};
+  // This line's assistantMessageEvent.partial as skip_value() accepted it (empty: none): a `message` with the same
+  // bytes is the same valid value (see parse_fast).
+  std::string_view skipped_partial_;
   std::string memo_prefix_;
   cut_point memo_{};
   // Fast path memo of tool_execution_update: the last first text item of a partialResult, as its raw body (the bytes

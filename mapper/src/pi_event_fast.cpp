@@ -334,7 +334,9 @@ const char* pi_event_parser::fast_update_members(const char* p, const char* end,
       return nullptr;  // converted to nlohmann::json by the On-Demand path
     } else if (key == "partial") {
       if (ev.update == update_kind::unknown || ev.needs_snapshot()) return nullptr;  // deferred / parsed there
+      const char* value = p;
       p = raw::skip_value(p, end);
+      if (p != nullptr) skipped_partial_ = {value, static_cast<std::size_t>(p - value)};
     } else {
       p = raw::skip_value(p, end);
     }
@@ -352,6 +354,7 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   x_event& ev = *ev_;
   scratch_ = buffer_.get();
   cut_ = {};
+  skipped_partial_ = {};
 
   // The memoized prefix starts with kPrefix: a line of another type (tool_execution_update, …) is told apart by that
   // short compare instead of a call comparing the whole memoized prefix.
@@ -404,7 +407,16 @@ bool pi_event_parser::parse_fast(std::string_view line) {
     } else if (key == "message") {
       // Before the update: deferred by the On-Demand path; after it: read there only when the update needs it.
       if (!ev.has_update || ev.needs_snapshot()) return false;
-      p = raw::skip_value(p, end);
+      // pi ≤ 0.83 writes the cumulative message twice, as the update's `partial` and as `message`, with the same
+      // bytes: an object or array with the bytes of one skip_value() accepted ends where that one did, so a memcmp
+      // stands in for the second scan (half the work on such a line).
+      const std::string_view seen = skipped_partial_;
+      if (!seen.empty() && (seen.front() == '{' || seen.front() == '[') &&
+          static_cast<std::size_t>(end - p) >= seen.size() && std::memcmp(p, seen.data(), seen.size()) == 0) {
+        p += seen.size();
+      } else {
+        p = raw::skip_value(p, end);
+      }
     } else if (key == "type") {
       return false;  // a second `type` reclassifies the event
     } else {

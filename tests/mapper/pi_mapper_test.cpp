@@ -81,6 +81,46 @@ TEST(PiMapper, KeyOrderDoesNotMatter) {
   }
 }
 
+// pi ≤ 0.83 writes the cumulative message twice, as the update's `partial` and as `message`; the fast path checks a
+// `message` with the same bytes as the `partial` it just checked by comparing the bytes. A `message` that only starts
+// with them, or differs in one byte, is still checked on its own: the lines below are valid or invalid exactly as
+// with the keys in another order (which takes the On-Demand path).
+TEST(PiMapper, ASnapshotMessageRepeatingThePartialIsCheckedLikeAnyValue) {
+  const auto partial = [](const std::string& text) {
+    return R"({"role":"assistant","content":[{"type":"text","text":")" + text + R"("}],"stopReason":"stop"})";
+  };
+  bool message_first = false;  // `message` before the update: the On-Demand path
+  const auto line = [&](const std::string& delta, const std::string& p, const std::string& m) {
+    const std::string update = R"("assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":")" + delta +
+                               R"(","partial":)" + p + "}";
+    return message_first ? R"({"type":"message_update","message":)" + m + "," + update + "}"
+                         : R"({"type":"message_update",)" + update + R"(,"message":)" + m + "}";
+  };
+  const std::string start = R"({"type":"message_start","message":{"role":"assistant","content":[],"model":"m"}})";
+  const std::string text_start = R"({"type":"message_update","assistantMessageEvent":{"type":"text_start",)"
+                                 R"("contentIndex":0,"partial":)" + partial("") + R"(},"message":)" + partial("") + "}";
+  const std::string end = R"({"type":"message_end","message":)" + partial("abcf") + "}";
+  const auto unclosed = partial("ab").substr(0, partial("ab").size() - 1);
+  const auto run = [&] {
+    return run_mapper({R"({"type":"session","id":"s"})", start, text_start,
+                       line("a", partial("a"), partial("a")),          // the same bytes: valid
+                       line("b", partial("ab"), partial("ab") + "x"),  // more after them: invalid
+                       line("x", partial("ab"), partial("a\x01")),     // as long, a raw control byte: invalid
+                       line("y", partial("ab"), unclosed),             // its closing brace missing: invalid
+                       line("c", partial("abc"), partial("abc") + " "),  // whitespace after: valid
+                       line("f", partial("abcf"), partial("abcX")),    // another valid value
+                       end, R"({"type":"agent_end","messages":[]})"});
+  };
+  const auto out = run();
+  expect_valid_run(out);
+  EXPECT_EQ(terminal(out).content.at("invalid_output_line_count"), 3);
+  EXPECT_EQ(assistant_text(out), "acf");
+  message_first = true;
+  const auto on_demand = run();
+  EXPECT_EQ(terminal(on_demand).content.at("invalid_output_line_count"), 3);
+  EXPECT_EQ(texts(on_demand, message_type::assistant), texts(out, message_type::assistant));
+}
+
 TEST(PiMapper, KeepsWhitespaceOnlyFragments) {
   const auto out = run_mapper(read_lines(fixture_path("synthetic/whitespace-snapshots.jsonl")));
   EXPECT_EQ(texts(out, message_type::assistant),
