@@ -81,13 +81,16 @@ void x_event::reset() {
   content_index = -1;
   has_delta = has_content = false;
   clear_views(delta, content, update_id, update_tool_name);
-  if (has_tool_call) {
+  // Not only after a line with a toolCall: one whose parse failed half-way wrote views without setting has_tool_call,
+  // and a later toolCall without an `id` or `name` would read them — views into another line's bytes, maybe of a
+  // parser destroyed since (the record is per thread). Three views: cheap on this hot, per-thread record.
+  if (tool_call.has_arguments) {
     tool_call.arguments = nullptr;
     tool_call.has_arguments = false;
-    tool_call.kind = block_kind::other;
-    clear_views(tool_call.text, tool_call.id, tool_call.name);
-    has_tool_call = false;
   }
+  tool_call.kind = block_kind::other;
+  clear_views(tool_call.text, tool_call.id, tool_call.name);
+  has_tool_call = false;
   if (snapshot.present) snapshot.reset();
   has_snapshot = false;
   if (only_update_fields) return;  // the previous line was a message_update whose `type` came first

@@ -105,5 +105,44 @@ TEST(PiMapperThreads, MappersMadeOnOneThreadAndRunOnSeveralAtOnceMapAsAlone) {
   for (const auto& g : got) EXPECT_EQ(g, expected);
 }
 
+// A toolCall whose parse fails half-way (here at a bad escape in its arguments, after its id and name) must leave
+// nothing for the next line: neither in the same mapper (a toolCall without an id would get the failed line's) nor in
+// the next mapper of the thread after the first was destroyed (under ASan: a read of freed memory).
+TEST(PiMapperThreads, AToolCallThatFailedHalfWayLeavesNothingForTheNextLine) {
+  const std::string session = R"({"type":"session","id":"s"})";
+  const std::string start = R"({"type":"message_start","message":{"role":"assistant","content":[],"model":"m"}})";
+  const auto call_end = [](const std::string& call) {
+    return R"({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end","contentIndex":0,"toolCall":)" +
+           call + "}}";
+  };
+  const std::string failed =
+      call_end(R"({"type":"toolCall","id":"call_stale","name":"stale_tool","arguments":{"command":"l\qs"}})");
+  const std::string without_id = call_end(R"({"type":"toolCall","arguments":{"command":"pwd"}})");
+  const std::string end = R"({"type":"agent_end","messages":[]})";
+  // The failed line's id or name in a tool message (the terminal quotes the failed line itself, as it should).
+  const auto mentions_stale = [](const std::vector<message>& out) {
+    for (const auto& m : out) {
+      if (transport::is_terminal(m.type)) continue;
+      const auto text = m.content.dump();
+      if (text.find("call_stale") != std::string::npos || text.find("stale_tool") != std::string::npos) return true;
+    }
+    return false;
+  };
+  // The reference: the same lines without the failed one, on a thread of their own.
+  std::vector<message> reference;
+  std::thread([&] { reference = run_mapper({session, start, without_id, end}); }).join();
+  {
+    pi_mapper first(pi_mapper_options{});
+    std::vector<message> out;
+    for (const auto& l : {session, start, failed}) first.on_line(l, out);
+  }
+  const auto next = run_mapper({session, start, without_id, end});
+  EXPECT_FALSE(mentions_stale(next));
+  EXPECT_EQ(to_jsonl(next), to_jsonl(reference));
+  const auto same = run_mapper({session, start, failed, without_id, end});
+  EXPECT_FALSE(mentions_stale(same)) << to_jsonl(same);
+  EXPECT_EQ(terminal(same).content.at("invalid_output_line_count"), 1);
+}
+
 }  // namespace
 }  // namespace agenthost::mapper::test
