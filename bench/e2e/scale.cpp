@@ -218,6 +218,33 @@ std::uint64_t lines_per_agent(const scale_content& content, double seconds) {
   return n;
 }
 
+/// A row's steady-state window, from 1 s after the last spawn to 0.7 s before the first agents stop, and the host CPU
+/// over it: take() once at each end (the first call opens it, the second closes it), then report() into the row.
+struct cpu_window {
+  std::int64_t start = 0, end = 0;  // mono_ns()
+  double cpu_a = 0, cpu_b = 0;
+  std::int64_t wall_a = 0, wall_b = 0;
+
+  cpu_window(std::int64_t t_spawn0, std::int64_t t_spawned, double seconds)
+      : start(t_spawned + 1000000000), end(t_spawn0 + static_cast<std::int64_t>((seconds - 0.7) * 1e9)) {}
+  void take() {
+    if (wall_a == 0) {
+      cpu_a = cpu_self_seconds();
+      wall_a = mono_ns();
+    } else {
+      cpu_b = cpu_self_seconds();
+      wall_b = mono_ns();
+    }
+  }
+  /// For a polling loop: an end of the window not taken yet has come.
+  [[nodiscard]] bool due(std::int64_t now) const { return wall_a == 0 ? now >= start : wall_b == 0 && now >= end; }
+  void report(scale_row& row) const {
+    if (wall_b <= wall_a || wall_a <= 0) return;
+    row.window_seconds = static_cast<double>(wall_b - wall_a) / 1e9;
+    row.cpu_percent = 100 * (cpu_b - cpu_a) / row.window_seconds;
+  }
+};
+
 /// The floor under every host at this load: the same K agents started with plain posix_spawn (no reaper), and a
 /// thread that every `tick_ms` poll()s all pipes and read()s each ready one once into one shared 64 KiB buffer,
 /// counting its lines with memchr. No library, no per-agent buffer, no consumer: what the kernel's pipe copy, the
@@ -243,10 +270,7 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
   }
   const std::int64_t t_spawned = mono_ns();
   row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
-  const std::int64_t window_start = t_spawned + 1000000000;
-  const std::int64_t window_end = t_spawn0 + static_cast<std::int64_t>((seconds - 0.7) * 1e9);
-  double cpu_a = 0, cpu_b = 0;
-  std::int64_t wall_a = 0, wall_b = 0;
+  cpu_window window(t_spawn0, t_spawned, seconds);
   std::vector<char> buf(std::size_t{64} << 10);
   std::uint64_t bytes = 0;
   std::size_t open = fds.size();
@@ -255,15 +279,7 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
     const timespec due{static_cast<time_t>(next / 1000000000), static_cast<long>(next % 1000000000)};
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr) == EINTR) {
     }
-    const std::int64_t now = mono_ns();
-    if (wall_a == 0 && now >= window_start) {
-      cpu_a = cpu_self_seconds();
-      wall_a = now;
-    }
-    if (wall_b == 0 && now >= window_end) {
-      cpu_b = cpu_self_seconds();
-      wall_b = now;
-    }
+    if (window.due(mono_ns())) window.take();
     if (::poll(fds.data(), fds.size(), 0) <= 0) continue;
     for (auto& f : fds) {
       if (f.revents == 0) continue;
@@ -281,10 +297,7 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
     }
   }
   for (auto& c : children) c.wait();
-  if (wall_b > wall_a && wall_a > 0) {
-    row.window_seconds = static_cast<double>(wall_b - wall_a) / 1e9;
-    row.cpu_percent = 100 * (cpu_b - cpu_a) / row.window_seconds;
-  }
+  window.report(row);
   row.mbps = static_cast<double>(bytes) / 1e6 / seconds;
   row.lps = static_cast<double>(row.lines) / seconds;
   return row;
@@ -355,23 +368,14 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
     a->read();
     a->child->async_wait([](error_code, agenthost::process::exit_status) {});
   }
-  // Steady-state window: from 1 s after the last spawn to 0.7 s before the first agents stop.
-  const std::int64_t window_start = t_spawned + 1000000000;
-  const std::int64_t window_end = t_spawn0 + static_cast<std::int64_t>((seconds - 0.7) * 1e9);
-  double cpu_a = 0, cpu_b = 0;
-  std::int64_t wall_a = 0, wall_b = 0;
+  cpu_window window(t_spawn0, t_spawned, seconds);
+  const std::int64_t window_start = window.start, window_end = window.end;
   asio::steady_timer ta(io), tb(io);
   if (window_end > window_start) {
     ta.expires_after(std::chrono::nanoseconds(window_start - mono_ns()));
-    ta.async_wait([&](error_code) {
-      cpu_a = cpu_self_seconds();
-      wall_a = mono_ns();
-    });
+    ta.async_wait([&](error_code) { window.take(); });
     tb.expires_after(std::chrono::nanoseconds(window_end - mono_ns()));
-    tb.async_wait([&](error_code) {
-      cpu_b = cpu_self_seconds();
-      wall_b = mono_ns();
-    });
+    tb.async_wait([&](error_code) { window.take(); });
   }
   if (tick_ms == 0) {
     io.run();
@@ -384,10 +388,7 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
       std::this_thread::sleep_for(std::chrono::milliseconds(tick_ms));
     }
   }
-  if (wall_b > wall_a && wall_a > 0) {
-    row.window_seconds = static_cast<double>(wall_b - wall_a) / 1e9;
-    row.cpu_percent = 100 * (cpu_b - cpu_a) / row.window_seconds;
-  }
+  window.report(row);
   // Delays: each agent's start is estimated as min(receipt − position / rate), the position being the line index
   // (synthetic, rate = lines/s) or the bytes before the line (file content, rate = BPS); lines due in the window count.
   // Line n of a file content is line n mod L of the file (fake_agent cycles it): the bytes before it follow from the
