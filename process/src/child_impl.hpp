@@ -46,7 +46,7 @@ class line_list {
  public:
   // Field by field, inlined into the framer's loop: a line_view passed whole to an out-of-line vector::push_back went
   // through the stack, and its 16-byte reloads of values just written as two 8-byte stores are store-forwarding stalls
-  // (about 1 point of a core per million lines a second; most of the framing cost in the 100-agent scale benchmark).
+  // (1.5–2 points of a core at a million lines a second in the 100-agent scale benchmark, bench/README.md#scale).
   [[gnu::always_inline]] void push(const line_view& l) {
     if (size_ == lines_.size()) grow();
     line_view& d = lines_[size_++];
