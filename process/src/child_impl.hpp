@@ -217,6 +217,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // One read() per tick; a short read means the pipe is empty (no second read just to see EAGAIN). A read that fills
   // the chunk without completing a line (a long line) is followed by more: up to 16 now, then after a post.
   void read_coalesced(bool from_initiation);
+  static void warm_read_state(const void* self) noexcept;
 
   // Makes `h`'s cancellation slot, when it has one, cancel the pending operations on `stream` (if the impl still
   // lives then). Defined in child_io.cpp, its only user.

@@ -47,7 +47,32 @@ void child::impl::adopt_stdout(unique_fd fd) {
                           .interval = opts.read_coalescing,
                           .on_ready = [w = weak_from_this()] {
                             if (auto self = w.lock()) self->on_coalesced_ready();
-                          }});
+                          },
+                          .warm = &impl::warm_read_state,
+                          .warm_arg = this});
+}
+
+void child::impl::warm_read_state(const void* p) noexcept {
+  const auto* self = static_cast<const impl*>(p);
+  // What on_ready → read_coalesced → dispatch_completion touches first: the shared count (weak_ptr::lock, make_shared
+  // puts it right before the object), the executor, the read chunk size, the read state block. Addresses only, no
+  // load: the child may have been destroyed since the tick saw its pipe, and a prefetch of freed memory is harmless.
+  // Measured (bench/README.md#scale, 12 alternated pairs at 100 agents): 0.4–0.6 points of a core less.
+  const auto line = [](const void* a) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(a, 1);
+#else
+    (void)a;
+#endif
+  };
+  line(reinterpret_cast<const char*>(self) - 16);
+  line(&self->ex);
+  line(&self->opts.read_chunk_bytes);
+  const char* const b = reinterpret_cast<const char*>(&self->framer);
+  const char* const e = reinterpret_cast<const char*>(&self->out_full + 1);
+  for (const char* a = b; a < e; a += 64) line(a);
+  line(e - 1);
+  line(&self->shut_down);
 }
 
 void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {

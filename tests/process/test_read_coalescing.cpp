@@ -274,6 +274,44 @@ TEST_F(ReadCoalescingTest, DestroyingWithAPendingReadAbortsIt) {
   EXPECT_TRUE(io.stopped());
 }
 
+TEST_F(ReadCoalescingTest, AHandlerThatDestroysTheOtherReadyChildrenOfItsTick) {
+  // Four children, each with a line ready; a long tick makes it all but certain that one tick sees every pipe ready.
+  // The first handler to run destroys the other three: the poller still holds their sources for this tick (it looks
+  // ahead at the next one, see poll_source::warm) and must neither touch the destroyed children nor complete their
+  // reads with data. Under ASan a read of a destroyed child fails here.
+  std::vector<std::unique_ptr<child>> children;
+  for (int i = 0; i < 4; ++i)
+    children.push_back(std::make_unique<child>(spawn(options({"stdout", "ready", "never-exit"}, 200ms))));
+  std::vector<std::optional<boost::system::error_code>> results(children.size());
+  std::optional<std::size_t> first;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    children[i]->async_read_lines([&, i](boost::system::error_code ec, line_batch b) {
+      results[i] = ec;
+      if (first) {
+        EXPECT_TRUE(b.empty()) << "child " << i << " was destroyed, yet its read completed with lines";
+        return;
+      }
+      first = i;
+      EXPECT_FALSE(ec);
+      ASSERT_FALSE(b.empty());
+      EXPECT_EQ(b.front().text, "ready");
+      for (std::size_t k = 0; k < children.size(); ++k) {
+        if (k != i) children[k].reset();  // kills the tree synchronously
+      }
+    });
+  }
+  ASSERT_TRUE(run_until(io, [&] {
+    return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
+  }, 20s));
+  ASSERT_TRUE(first.has_value());
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    if (k != *first) {
+      EXPECT_EQ(*results[k], asio::error::operation_aborted) << k;
+    }
+  }
+  stop(*children[*first]);
+}
+
 TEST_F(ReadCoalescingTest, ManyChildrenOneContextAndAConsumerThatDoesNotRead) {
   // 16 children on one context; one of them (`idle`) is not read until the others are done. It writes 20 MB, far more
   // than its pipe holds: as long as nobody reads it, it cannot exit — the poller never reads a pipe without a pending

@@ -119,7 +119,11 @@ void read_poller::on_tick() {
   }
   // Outside the mutex: on_ready arms again (and may complete a user handler that spawns, destroys or reads).
   // Inline when this thread already runs the child's executor (the one-thread io_context case).
-  for (auto& r : ready) run_here_or_dispatch(r->executor, [r] { r->on_ready(); });
+  for (std::size_t i = 0; i < ready.size(); ++i) {
+    if (i + 1 < ready.size() && ready[i + 1]->warm != nullptr) ready[i + 1]->warm(ready[i + 1]->warm_arg);
+    auto& r = ready[i];
+    run_here_or_dispatch(r->executor, [r] { r->on_ready(); });
+  }
 }
 
 }  // namespace agenthost::process::detail
