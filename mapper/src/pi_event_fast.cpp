@@ -78,7 +78,9 @@ constexpr std::size_t kMaxMemoPrefix = 4096;
 
 namespace {
 
-constexpr std::string_view kToolUpdatePrefix = R"({"type":"tool_execution_update")";
+// Arrays, not string_views: raw::starts_with compares them with inline loads (a memcmp of this length is a call).
+constexpr char kToolUpdatePrefix[] = R"({"type":"tool_execution_update")";
+constexpr std::size_t kToolUpdatePrefixSize = sizeof kToolUpdatePrefix - 1;
 
 /// A string body equals "text" (after unescaping when it has escapes).
 bool body_is_text(const char* body, const char* body_end, bool escaped) {
@@ -100,7 +102,7 @@ bool pi_event_parser::parse_fast_tool_update(std::string_view line) {
   if (!valid_utf8(begin, line.size())) return false;
   x_event& ev = *ev_;
   ev.only_update_fields = false;  // fields outside message_update are set below
-  const char* p = begin + kToolUpdatePrefix.size();
+  const char* p = begin + kToolUpdatePrefixSize;
   std::string_view key;
   for (;;) {
     bool done = false;
@@ -348,7 +350,8 @@ const char* pi_event_parser::fast_update_members(const char* p, const char* end,
 }
 
 bool pi_event_parser::parse_fast(std::string_view line) {
-  static constexpr std::string_view kPrefix = R"({"type":"message_update")";
+  static constexpr char kPrefix[] = R"({"type":"message_update")";  // an array: see kToolUpdatePrefix
+  constexpr std::size_t kPrefixSize = sizeof kPrefix - 1;
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   x_event& ev = *ev_;
@@ -359,9 +362,9 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   // The memoized prefix starts with kPrefix: a line of another type (tool_execution_update, …) is told apart by that
   // short compare instead of a call comparing the whole memoized prefix.
   const bool update = raw::starts_with(begin, end, kPrefix);
-  const bool resume = update && memo_prefix_.size() >= kPrefix.size() && line.size() > memo_prefix_.size() &&
-                      std::memcmp(begin + kPrefix.size(), memo_prefix_.data() + kPrefix.size(),
-                                  memo_prefix_.size() - kPrefix.size()) == 0;
+  const bool resume = update && memo_prefix_.size() >= kPrefixSize && line.size() > memo_prefix_.size() &&
+                      std::memcmp(begin + kPrefixSize, memo_prefix_.data() + kPrefixSize,
+                                  memo_prefix_.size() - kPrefixSize) == 0;
   const char* p = nullptr;
   if (resume) {
     // Same bytes as the memoized prefix (valid UTF-8 ending before an ASCII quote): validate only the rest.
@@ -372,7 +375,7 @@ bool pi_event_parser::parse_fast(std::string_view line) {
     p = fast_update_members(begin + memo_prefix_.size(), end, "delta", begin, false);
   } else if (update) {
     if (!valid_utf8(begin, line.size())) return false;
-    p = begin + kPrefix.size();
+    p = begin + kPrefixSize;
   } else if (raw::starts_with(begin, end, kToolUpdatePrefix)) {
     return parse_fast_tool_update(line);
   } else {
