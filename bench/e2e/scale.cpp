@@ -37,6 +37,16 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
+struct agent_state;
+
+/// A read's record in the run's sample log: agent_state::batch_sample and the agent it belongs to.
+struct logged_sample {
+  std::uint64_t first_line = 0;
+  std::int64_t received_ns = 0;
+  std::uint32_t lines = 0;
+  std::uint32_t agent = 0;
+};
+
 struct agent_state {
   std::optional<agenthost::process::child> child;
   // As the provider maps: a whole read at a time, the text deltas of one read merged into one message.
@@ -44,13 +54,16 @@ struct agent_state {
   std::vector<agenthost::transport::message> out;
   // One record per read: every line of a read is received at the same instant. Per line the consumer only counts
   // (and maps): the per-line delays are computed after the run from these records, so that the benchmark's own
-  // bookkeeping does not weigh in the host CPU it measures.
+  // bookkeeping does not weigh in the host CPU it measures. During the run the records of all agents go to one
+  // sequential log (`sample_log`: its tail stays in cache, where 100 per-agent vectors each cost a cold cache line
+  // every few reads); after the run they are sorted out into `samples`.
   struct batch_sample {
     std::uint64_t first_line = 0;  // the number (from 0) of the batch's first line in the agent's stream
     std::uint32_t lines = 0;
     std::int64_t received_ns = 0;
   };
   std::vector<batch_sample> samples;
+  std::uint32_t index = 0;  // in the run's agents
   std::uint64_t lines = 0, bytes = 0;
   std::uint64_t out_of_order = 0;  // synthetic: reads whose first and last `i` are not first_line…first_line + n - 1
   std::uint64_t messages = 0, text_bytes = 0;  // what a consumer of the mapper's messages sees
@@ -318,11 +331,7 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
   const std::int64_t t_spawn0 = mono_ns();
   for (int i = 0; i < k; ++i) {
     auto a = std::make_unique<agent_state>();
-    // Written once here, not only reserved: otherwise the first write of each fresh page is a page fault inside the
-    // measured window (1–2 % of the profile's samples at 100 agents, though not beyond the run-to-run spread of the
-    // CPU figure), a cost of the benchmark's bookkeeping that the floor row does not pay.
-    a->samples.resize(per_agent / 8 + 1024);
-    a->samples.clear();
+    a->index = static_cast<std::uint32_t>(agents.size());
     auto opts = fake_options(agent_args(content, seconds));
     opts.read_coalescing = std::chrono::milliseconds(coalesce_ms);
     auto c = agenthost::process::child::spawn(io.get_executor(), std::move(opts));
@@ -334,18 +343,25 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
     agents.push_back(std::move(a));
   }
   const std::int64_t t_spawned = mono_ns();
+  // Room for every read of the run (a read per agent write at most, one write per millisecond, with slack), written
+  // once here, not only reserved: otherwise the first write of each fresh page is a page fault inside the measured
+  // window, a cost of the benchmark's bookkeeping that the floor row does not pay.
+  std::vector<logged_sample> sample_log;
+  const double reads_per_second = coalesce_ms > 0 ? 1000.0 / coalesce_ms + 50.0 : 1200.0;
+  sample_log.resize(static_cast<std::size_t>(static_cast<double>(agents.size()) * (seconds + 2.0) * reads_per_second));
+  sample_log.clear();
   row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
   for (auto& ap : agents) {
     agent_state* a = ap.get();
-    a->read = [a, map, synthetic] {
-      a->child->async_read_lines([a, map, synthetic](error_code ec, agenthost::process::line_batch lines) {
+    a->read = [a, map, synthetic, log = &sample_log] {
+      a->child->async_read_lines([a, map, synthetic, log](error_code ec, agenthost::process::line_batch lines) {
         const std::int64_t now = mono_ns();
         if (ec) {
           a->eof = true;
           return;
         }
         if (lines.empty()) return a->read();
-        a->samples.push_back({a->lines, static_cast<std::uint32_t>(lines.size()), now});
+        log->push_back({a->lines, now, static_cast<std::uint32_t>(lines.size()), a->index});
         if (synthetic) {
           // fake_agent numbers its lines from 0 without gaps: a read's lines are first…first + n - 1.
           const std::int64_t first = parse_index(lines.front().text);
@@ -393,6 +409,8 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
     }
   }
   window.report(row);
+  for (const logged_sample& s : sample_log)
+    agents[s.agent]->samples.push_back({s.first_line, s.lines, s.received_ns});
   // Delays: each agent's start is estimated as min(receipt − position / rate), the position being the line index
   // (synthetic, rate = lines/s) or the bytes before the line (file content, rate = BPS); lines due in the window count.
   // Line n of a file content is line n mod L of the file (fake_agent cycles it): the bytes before it follow from the
