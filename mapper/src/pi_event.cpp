@@ -134,9 +134,13 @@ bool pi_event_parser::valid_utf8(const char* p, std::size_t n) const noexcept {
 }
 
 void pi_event_parser::forget_cumulative_text() noexcept {
-  if (text_memo_raw_.capacity() == 0 && text_memo_text_.capacity() == 0) return;
-  std::string().swap(text_memo_raw_);
-  std::string().swap(text_memo_text_);
+  // Buffers of an ordinary size are kept for the next tool's output (regrown from nothing, they were reallocated
+  // about a dozen times per tool, copying cold memory each time); only a large one is given back.
+  constexpr std::size_t kMaxKept = 64 * 1024;
+  for (std::string* s : {&text_memo_raw_, &text_memo_text_}) {
+    if (s->capacity() > kMaxKept) std::string().swap(*s);
+    else s->clear();
+  }
 }
 
 void pi_event_parser::reserve_buffer(std::size_t needed) {
@@ -165,8 +169,8 @@ error_code pi_event_parser::parse(std::string_view line) {
   const error_code e = parse_ondemand(line.size());
   if (e == simdjson::SUCCESS && (ev_->kind == event_kind::tool_execution_end || ev_->kind == event_kind::turn_end ||
                                  ev_->kind == event_kind::agent_end)) {
-    // A tool ended: its output no longer grows, so the memo of its cumulative text goes (it may hold megabytes, per
-    // agent; the next tool's first update rebuilds it).
+    // A tool ended: its output no longer grows, so the memo of its cumulative text goes (a large one is freed: it may
+    // hold megabytes, per agent; the next tool's first update rebuilds it).
     forget_cumulative_text();
   }
   if (e == simdjson::SUCCESS && ev_->has_partial_text && ev_->type_members > 1) {

@@ -110,6 +110,58 @@ struct block_state {
   bool released = false;  // thinking: already emitted (stream mode)
 };
 
+/// The current message's blocks, by content index. Its slots outlive the message: clear() resets them lazily and keeps
+/// their text buffers (up to kMaxKeptBlockBytes each, kMaxKeptBlocks slots), so the next message's text is appended
+/// into a buffer that is already there. Freed and regrown at every message, a block's text was reallocated ~10 times
+/// per answer, each time copying it from memory gone cold while the other agents of the thread ran.
+class block_list {
+ public:
+  static constexpr std::size_t kMaxKeptBlocks = 16;
+  static constexpr std::size_t kMaxKeptBlockBytes = 64 * 1024;
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  block_state& operator[](std::size_t i) noexcept { return slots_[i]; }
+  const block_state& operator[](std::size_t i) const noexcept { return slots_[i]; }
+  block_state* begin() noexcept { return slots_.data(); }
+  block_state* end() noexcept { return slots_.data() + size_; }
+  const block_state* begin() const noexcept { return slots_.data(); }
+  const block_state* end() const noexcept { return slots_.data() + size_; }
+  block_state& back() noexcept { return slots_[size_ - 1]; }
+
+  /// Grows to `n` blocks (new ones empty, kind other); never shrinks.
+  void grow_to(std::size_t n) {
+    if (n <= size_) return;
+    if (slots_.size() < n) slots_.resize(n);
+    for (std::size_t i = size_; i < n; ++i) reset(slots_[i]);
+    size_ = n;
+  }
+  block_state& emplace_back() {
+    grow_to(size_ + 1);
+    return back();
+  }
+  /// No blocks; the slots used keep their text buffers unless they grew beyond the limits.
+  void clear() noexcept {
+    for (std::size_t i = 0; i < size_; ++i) {
+      if (slots_[i].text.capacity() > kMaxKeptBlockBytes) std::string().swap(slots_[i].text);
+    }
+    if (slots_.size() > kMaxKeptBlocks) {
+      slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(kMaxKeptBlocks), slots_.end());
+    }
+    size_ = 0;
+  }
+
+ private:
+  static void reset(block_state& b) noexcept {
+    b.kind = block_kind::other;
+    b.text.clear();
+    b.ended = false;
+    b.released = false;
+  }
+  std::vector<block_state> slots_;  // [0, size_) are the message's blocks; the rest are kept for the next ones
+  std::size_t size_ = 0;
+};
+
 struct tool_state {
   std::string name;
   std::string last_output;  // last tool.update output (deduplicates identical partial results)
@@ -152,7 +204,7 @@ struct pi_mapper::impl {
 
   // the assistant message being streamed
   bool message_open = false;
-  std::vector<detail::block_state> blocks;
+  detail::block_list blocks;
   bool message_diverged = false;
 
   // cross-turn replay: the text of the last tool-use turn; while replay_active, replay_pos == 0 means the message

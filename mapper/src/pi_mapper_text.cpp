@@ -150,7 +150,7 @@ void pi_mapper::impl::reconcile_snapshot_text(std::vector<message>& out, std::si
 std::size_t pi_mapper::impl::resolve_block(std::int64_t content_index, block_kind kind) {
   if (content_index >= 0 && content_index < kMaxContentIndex) {
     const auto i = static_cast<std::size_t>(content_index);
-    if (blocks.size() <= i) blocks.resize(i + 1);
+    blocks.grow_to(i + 1);
     if (blocks[i].kind == block_kind::other) blocks[i].kind = kind;
     return i;
   }
@@ -186,7 +186,7 @@ void pi_mapper::impl::ensure_message_open() {
 void pi_mapper::impl::release_thought_block(std::vector<message>& out, block_state& b) {
   if (b.released) return;
   b.released = true;
-  emit_thought(out, std::move(b.text));
+  emit_thought(out, b.text);
   b.text.clear();
 }
 
@@ -197,7 +197,7 @@ void pi_mapper::impl::collect_thinking(std::vector<message>& out) {
     if (options.thinking == thinking_mode::stream) {
       release_thought_block(out, b);
     } else if (!b.released && !b.text.empty()) {
-      pending_thoughts.push_back(std::move(b.text));
+      pending_thoughts.push_back(b.text);  // a copy: b.text's buffer stays for the next message's blocks
       b.text.clear();
       b.released = true;
     }

@@ -5,6 +5,7 @@
 #include "mapper_test_util.hpp"
 #include "message_reuse.hpp"
 #include "ondemand_util.hpp"
+#include "pi_mapper_impl.hpp"
 
 #include <agenthost/mapper/claude_mapper.hpp>
 #include <agenthost/mapper/codex_mapper.hpp>
@@ -431,6 +432,100 @@ TEST(Recycle, ASteadyRunOfToolCallsAllocatesNothing) {
     EXPECT_GE(messages - before, 200U) << r.what;  // every line was mapped into messages
     EXPECT_EQ(r.mapper->stats().invalid_lines, 0U) << r.what;
   }
+}
+
+/// One pi ≥ 0.84 assistant message: a thinking block and a text block streamed in `deltas` deltas each, then its end.
+std::vector<std::string> pi_delta_message(std::size_t deltas) {
+  const auto update = [](const nlohmann::json& ame) {
+    return nlohmann::json{{"type", "message_update"}, {"assistantMessageEvent", ame}}.dump();
+  };
+  std::vector<std::string> lines;
+  lines.push_back(R"({"type":"message_start","message":{"role":"assistant","content":[]}})");
+  lines.push_back(update({{"type", "thinking_start"}, {"contentIndex", 0}}));
+  std::string thinking, text;
+  for (std::size_t i = 0; i < deltas; ++i) {
+    const std::string d = "thought " + std::to_string(i) + ". ";
+    thinking += d;
+    lines.push_back(update({{"type", "thinking_delta"}, {"contentIndex", 0}, {"delta", d}}));
+  }
+  lines.push_back(update({{"type", "thinking_end"}, {"contentIndex", 0}, {"content", thinking}}));
+  lines.push_back(update({{"type", "text_start"}, {"contentIndex", 1}}));
+  for (std::size_t i = 0; i < deltas; ++i) {
+    const std::string d = "word " + std::to_string(i) + " ";
+    text += d;
+    lines.push_back(update({{"type", "text_delta"}, {"contentIndex", 1}, {"delta", d}}));
+  }
+  lines.push_back(update({{"type", "text_end"}, {"contentIndex", 1}, {"content", text}}));
+  lines.push_back(nlohmann::json{{"type", "message_end"},
+                                 {"message",
+                                  {{"role", "assistant"},
+                                   {"stopReason", "stop"},
+                                   {"content",
+                                    {{{"type", "thinking"}, {"thinking", thinking}}, {{"type", "text"}, {"text", text}}}}}}}
+                      .dump());
+  return lines;
+}
+
+TEST(Recycle, APiMessageStreamsIntoTheBuffersThePreviousMessageLeft) {
+  // The blocks' text (and what the consumer saw of the message) is kept across messages: the deltas of a message no
+  // longer than the previous one allocate nothing, in either thinking mode (buffered: its thinking is copied out at
+  // the message's end, the block's buffer stays). Freed at each message, a block regrew by ~10 reallocations.
+  for (const thinking_mode mode : {thinking_mode::buffered, thinking_mode::stream}) {
+    pi_mapper mapper({.thinking = mode});
+    const auto lines = pi_delta_message(400);
+    std::vector<message> out;
+    std::string text;
+    auto map = [&](std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) {
+        mapper.on_line(lines[i], out);
+        for (const auto& m : out) {
+          if (m.type == message_type::assistant) text += m.content.at("text").get_ref<const std::string&>();
+        }
+        mapper.recycle(out);
+      }
+    };
+    map(0, lines.size());
+    const std::string first = text;
+    text.clear();
+    map(0, 1);  // message_start
+    const std::size_t deltas_end = lines.size() - 2;  // before text_end and message_end
+    EXPECT_EQ(allocations_in([&] { map(1, deltas_end); }), 0U) << (mode == thinking_mode::stream ? "stream" : "");
+    map(deltas_end, lines.size());
+    EXPECT_EQ(text, first);  // the second message's text, whole, from its own deltas
+    EXPECT_EQ(mapper.stats().invalid_lines, 0U);
+  }
+}
+
+TEST(PiBlockList, KeepsTheBuffersOfOrdinaryBlocksOnlyAndResetsReusedSlots) {
+  detail::block_list blocks;
+  blocks.grow_to(2);
+  blocks[0].text.assign(200000, 'x');  // a long answer: more than kMaxKeptBlockBytes
+  blocks[0].kind = detail::block_kind::text;
+  blocks[0].ended = true;
+  blocks[1].text.assign(3000, 'y');
+  blocks[1].kind = detail::block_kind::thinking;
+  blocks[1].released = true;
+  const char* small_buffer = blocks[1].text.data();
+  blocks.grow_to(51);
+  blocks[50].text.assign(3000, 'z');  // beyond the kMaxKeptBlocks slots kept
+  blocks.clear();
+  EXPECT_TRUE(blocks.empty());
+
+  blocks.grow_to(51);
+  ASSERT_EQ(blocks.size(), 51U);
+  for (const auto& b : blocks) {  // every slot is a new block, whatever it held before
+    EXPECT_EQ(b.kind, detail::block_kind::other);
+    EXPECT_TRUE(b.text.empty());
+    EXPECT_FALSE(b.ended);
+    EXPECT_FALSE(b.released);
+  }
+  EXPECT_LE(blocks[0].text.capacity(), detail::block_list::kMaxKeptBlockBytes);  // the large buffer was given back
+  EXPECT_EQ(blocks[1].text.data(), small_buffer);                                // the ordinary one was kept
+  EXPECT_GE(blocks[1].text.capacity(), 3000U);
+  EXPECT_LT(blocks[50].text.capacity(), 3000U);  // its slot was dropped
+  blocks.emplace_back().kind = detail::block_kind::tool_call;
+  EXPECT_EQ(blocks.size(), 52U);
+  EXPECT_EQ(blocks.back().kind, detail::block_kind::tool_call);
 }
 
 TEST(Recycle, KeepsNoLargeBuffer) {
