@@ -201,16 +201,26 @@ class pi_event_parser {
   simdjson::error_code parse_tool_results(od::value v);
   simdjson::error_code parse_deferred(std::string_view raw, x_message& m, bool snapshot_only, bool header_only);
 
+  // Members are laid out by use: a host with 100 agents on one thread finds each agent's parser gone cold at its next
+  // read, and every cache line that a message_update line touches costs a miss. The fields every line reads or
+  // writes come first (four lines of the parser's seven), the On-Demand path's and tool_execution_update's after.
+
+  // The event record is per thread, not per parser: it is scratch (filled by one parse(), read by the mapper right
+  // after it), and a host with 100 agents on one thread would otherwise touch 100 cold copies of it, one per line of
+  // each (reset() and the parse write several of its cache lines). Set at each parse(), so that a parser used from
+  // another thread than the last one uses that thread's record.
+  static x_event& thread_event();
+  x_event* ev_ = &thread_event();
+  // Fast path: unescaped strings are written to buffer_ (unused by that path otherwise) from scratch_ on.
+  char* scratch_ = nullptr;
+  const simdjson::implementation* utf8_ = utf8_kernel();  // for validate_utf8 without a dispatch per line
+  std::unique_ptr<char[]> buffer_;
+  std::size_t capacity_ = 0;
   // Keys are not ordered in JSON: an object met before the field that says whether it is needed (a `partial`
   // before `delta`, a `message` before `type`) is remembered as raw JSON and parsed afterwards if needed, with a
   // second parser (pi itself always writes `type` and `delta` first, so this is the unusual path).
   std::string_view deferred_partial_;
   std::string_view deferred_message_;
-  od::parser deferred_parser_;
-
-  // Fast path: unescaped strings are written to buffer_ (unused by that path otherwise) from scratch_ on.
-  char* scratch_ = nullptr;
-  const simdjson::implementation* utf8_ = utf8_kernel();  // for validate_utf8 without a dispatch per line
   // Fast path memo: the longest prefix of the last fully scanned message_update line that ends at its `delta` value,
   // with the update fields read before that point. A line with the same prefix resumes the scan there (the state of
   // the scan is a function of the bytes before it, which were validated with that line).
@@ -220,11 +230,13 @@ class pi_event_parser {
     std::int64_t content_index = -1;
   };
   cut_point cut_{};
+  cut_point memo_{};
   // This line's assistantMessageEvent.partial as skip_value() accepted it (empty: none): a `message` with the same
   // bytes is the same valid value (see parse_fast).
   std::string_view skipped_partial_;
   std::string memo_prefix_;
-  cut_point memo_{};
+  string_arena arena_;
+
   // Fast path memo of tool_execution_update: the last first text item of a partialResult, as its raw body (the bytes
   // between its quotes) and its unescaped text. partialResult is cumulative, so the next update's text usually starts
   // with the same bytes: only what follows them is scanned and unescaped (see fast_cumulative_text).
@@ -232,15 +244,7 @@ class pi_event_parser {
   std::string text_memo_text_;
 
   od::parser parser_;
-  std::unique_ptr<char[]> buffer_;
-  std::size_t capacity_ = 0;
-  string_arena arena_;
-  // The event record is per thread, not per parser: it is scratch (filled by one parse(), read by the mapper right
-  // after it), and a host with 100 agents on one thread would otherwise touch 100 cold copies of it, one per line of
-  // each (reset() and the parse write several of its cache lines). Set at each parse(), so that a parser used from
-  // another thread than the last one uses that thread's record.
-  static x_event& thread_event();
-  x_event* ev_ = &thread_event();
+  od::parser deferred_parser_;
   bool partial_text_allowed_ = true;  // off while re-reading a line whose `type` changed after a partialResult
   std::function<bool(std::string_view)> call_closed_;
 };
