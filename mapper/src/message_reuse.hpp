@@ -17,8 +17,11 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace agenthost::mapper::detail {
@@ -29,8 +32,43 @@ inline constexpr std::size_t kMaxKeptBytes = 32 * 1024;
 /// `s = value`, in s's buffer unless that buffer is larger than kMaxKeptBytes (then it is given back): a message that
 /// once carried a large output does not keep its buffer through every later refill.
 inline void assign_kept(std::string& s, std::string_view value) {
-  if (s.capacity() > kMaxKeptBytes) std::string(value).swap(s);
-  else s.assign(value);
+  if (s.capacity() > kMaxKeptBytes) {
+    std::string(value).swap(s);
+  } else if (value.size() <= s.capacity() &&
+             (value.data() + value.size() <= s.data() || value.data() >= s.data() + s.capacity())) {
+    // The usual refill: it fits, and does not come from s itself. clear() + append() is a copy and a new length;
+    // assign() takes the general replace path (which allows a source inside s), twice the instructions on the
+    // handful of short fields every message has.
+    s.clear();
+    s.append(value.data(), value.size());
+  } else {
+    s.assign(value);
+  }
+}
+
+/// a == b, for the short keys of messages without a memcmp call: two overlapping loads for 4–16 bytes.
+[[gnu::always_inline]] inline bool same_key(std::string_view a, std::string_view b) noexcept {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  if (n >= 8 && n <= 16) {
+    std::uint64_t x0, x1, y0, y1;
+    std::memcpy(&x0, x, 8);
+    std::memcpy(&x1, x + n - 8, 8);
+    std::memcpy(&y0, y, 8);
+    std::memcpy(&y1, y + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  if (n >= 4 && n < 8) {
+    std::uint32_t x0, x1, y0, y1;
+    std::memcpy(&x0, x, 4);
+    std::memcpy(&x1, x + n - 4, 4);
+    std::memcpy(&y0, y, 4);
+    std::memcpy(&y1, y + n - 4, 4);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  return n == 0 || std::memcmp(x, y, n) == 0;
 }
 
 /// Writes the members of one JSON object in ascending key order (the order std::map keeps them in), each key once.
@@ -70,9 +108,8 @@ class object_writer {
     last_key_ = key;
     // Members before `key` were not written this time: stale ones from the message this object held before.
     while (next_ != object_->end()) {
-      const int order = next_->first.compare(key);
-      if (order == 0) return (next_++)->second;
-      if (order > 0) break;
+      if (same_key(next_->first, key)) return (next_++)->second;  // a refill: the same keys in the same order
+      if (next_->first.compare(key) > 0) break;
       next_ = object_->erase(next_);
     }
     // A member this object did not have: inserted before `next_`, which stays the next candidate.
@@ -142,6 +179,27 @@ inline void object_writer::copy(std::string_view key, const nlohmann::json& valu
   }
 }
 
+/// Empties `v`'s objects and arrays from the leaves up, `depth` levels deep (deeper ones are left to nlohmann's own
+/// destructor). nlohmann::json destroys every object or array through a vector it allocates as a stack (no recursion,
+/// whatever the depth): for the small, shallow messages a pool drops (a burst of buffered thoughts, thousands at a
+/// turn's end), that allocation and the moves into it cost as much as the message's own frees.
+inline void release_members(nlohmann::json& v, int depth = 32) noexcept {
+  if (depth == 0) return;
+  if (v.is_object()) {
+    auto& members = v.get_ref<nlohmann::json::object_t&>();
+    for (auto& [key, member] : members) {
+      if (member.is_structured()) release_members(member, depth - 1);
+    }
+    members.clear();
+  } else if (v.is_array()) {
+    auto& elements = v.get_ref<nlohmann::json::array_t&>();
+    for (auto& element : elements) {
+      if (element.is_structured()) release_members(element, depth - 1);
+    }
+    elements.clear();
+  }
+}
+
 /// The messages handed back to a mapper, a few per type, for it to refill (not thread-safe: one per mapper).
 ///
 /// It keeps up to kPerType messages of each type, none holding more than kMaxKeptBytes (retains_at_most). Walking a
@@ -168,6 +226,15 @@ class message_pool {
 
   /// Appends {"text": text} as a message of `type` (assistant, assistant.thought), refilling a recycled one.
   void add_text(std::vector<transport::message>& out, transport::message_type type, std::string_view text) {
+    if (kept_[static_cast<std::size_t>(type)].empty()) {
+      // None to refill (a burst: a turn's buffered thoughts, all at once): built directly, without the refill's walk,
+      // its temporary string and the null member it would overwrite.
+      nlohmann::json content(nlohmann::json::value_t::object);
+      content.get_ref<nlohmann::json::object_t&>().emplace(std::piecewise_construct, std::forward_as_tuple("text"),
+                                                           std::forward_as_tuple(text));
+      out.push_back(transport::message{type, std::move(content)});
+      return;
+    }
     object_writer c(start(out, type).content);
     c.string("text", text);
     c.done();
@@ -189,7 +256,10 @@ class message_pool {
       const auto t = static_cast<std::size_t>(m.type);
       if (t >= kTypes) continue;
       auto& kept = kept_[t];
-      if (kept.size() >= kPerType || !m.content.is_object()) continue;
+      if (kept.size() >= kPerType || !m.content.is_object()) {
+        release_members(m.content);  // dropped: emptied here, the cheap way (used.clear() destroys the rest)
+        continue;
+      }
       if (unchecked_top_[t]) check_top(t);  // covered now
       if (kept.capacity() == 0) {
         try {
@@ -218,7 +288,10 @@ class message_pool {
   void check_top(std::size_t t) noexcept {
     unchecked_top_[t] = false;
     std::size_t budget = kMaxKeptBytes;
-    if (!retains_at_most(kept_[t].back().content, budget)) kept_[t].pop_back();
+    if (!retains_at_most(kept_[t].back().content, budget)) {
+      release_members(kept_[t].back().content);
+      kept_[t].pop_back();
+    }
   }
 
   std::array<std::vector<transport::message>, kTypes> kept_{};
