@@ -37,8 +37,6 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-struct agent_state;
-
 /// A read's record in the run's sample log: agent_state::batch_sample and the agent it belongs to.
 struct logged_sample {
   std::uint64_t first_line = 0;
