@@ -46,29 +46,25 @@ inline void assign_kept(std::string& s, std::string_view value) {
   }
 }
 
+/// The first and the last sizeof(Word) bytes of x and y (n of each, sizeof(Word) ≤ n ≤ 2 × sizeof(Word)) are equal:
+/// all n bytes, in two loads each.
+template <class Word>
+[[gnu::always_inline]] inline bool same_ends(const char* x, const char* y, std::size_t n) noexcept {
+  Word x0, x1, y0, y1;
+  std::memcpy(&x0, x, sizeof(Word));
+  std::memcpy(&x1, x + n - sizeof(Word), sizeof(Word));
+  std::memcpy(&y0, y, sizeof(Word));
+  std::memcpy(&y1, y + n - sizeof(Word), sizeof(Word));
+  return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+}
+
 /// a == b, for the short keys of messages without a memcmp call: two overlapping loads for 4–16 bytes.
 [[gnu::always_inline]] inline bool same_key(std::string_view a, std::string_view b) noexcept {
   const std::size_t n = a.size();
   if (n != b.size()) return false;
-  const char* x = a.data();
-  const char* y = b.data();
-  if (n >= 8 && n <= 16) {
-    std::uint64_t x0, x1, y0, y1;
-    std::memcpy(&x0, x, 8);
-    std::memcpy(&x1, x + n - 8, 8);
-    std::memcpy(&y0, y, 8);
-    std::memcpy(&y1, y + n - 8, 8);
-    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-  }
-  if (n >= 4 && n < 8) {
-    std::uint32_t x0, x1, y0, y1;
-    std::memcpy(&x0, x, 4);
-    std::memcpy(&x1, x + n - 4, 4);
-    std::memcpy(&y0, y, 4);
-    std::memcpy(&y1, y + n - 4, 4);
-    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-  }
-  return n == 0 || std::memcmp(x, y, n) == 0;
+  if (n >= 8 && n <= 16) return same_ends<std::uint64_t>(a.data(), b.data(), n);
+  if (n >= 4 && n < 8) return same_ends<std::uint32_t>(a.data(), b.data(), n);
+  return n == 0 || std::memcmp(a.data(), b.data(), n) == 0;
 }
 
 /// Writes the members of one JSON object in ascending key order (the order std::map keeps them in), each key once.

@@ -64,6 +64,21 @@ namespace fs = std::filesystem;
 
 // ---- object_writer --------------------------------------------------------------------------------------------------
 
+TEST(ObjectWriter, SameKeyComparesEveryByteOfEveryLength) {
+  // Two overlapping loads for 4–16 bytes: a difference at any position, in keys of any length, must show.
+  const std::string base = "abcdefghijklmnopqrstu";
+  for (std::size_t n = 0; n <= base.size(); ++n) {
+    const std::string a = base.substr(0, n);
+    EXPECT_TRUE(detail::same_key(a, std::string(a))) << n;
+    EXPECT_FALSE(detail::same_key(a, a + "v")) << n;  // lengths differ
+    for (std::size_t i = 0; i < n; ++i) {
+      std::string b = a;
+      b[i] = static_cast<char>(b[i] ^ 0x20);
+      EXPECT_FALSE(detail::same_key(a, b)) << n << " " << i;
+    }
+  }
+}
+
 TEST(ObjectWriter, FillsAnEmptyObject) {
   json j = json::object();
   object_writer w(j);
