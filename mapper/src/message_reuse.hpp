@@ -8,6 +8,8 @@
 // mappers' time. The writer overwrites what is already there instead.
 #pragma once
 
+#include "raw_scan.hpp"
+
 #include <agenthost/transport/message.hpp>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +19,6 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -46,25 +47,16 @@ inline void assign_kept(std::string& s, std::string_view value) {
   }
 }
 
-/// The first and the last sizeof(Word) bytes of x and y (n of each, sizeof(Word) ≤ n ≤ 2 × sizeof(Word)) are equal:
-/// all n bytes, in two loads each.
-template <class Word>
-[[gnu::always_inline]] inline bool same_ends(const char* x, const char* y, std::size_t n) noexcept {
-  Word x0, x1, y0, y1;
-  std::memcpy(&x0, x, sizeof(Word));
-  std::memcpy(&x1, x + n - sizeof(Word), sizeof(Word));
-  std::memcpy(&y0, y, sizeof(Word));
-  std::memcpy(&y1, y + n - sizeof(Word), sizeof(Word));
-  return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+/// Empties `s`, keeping its buffer for the next fill unless that holds more than `max_kept` bytes (then it is given
+/// back): a buffer refilled over and over is not regrown each time, and one that once held a large text is not kept.
+inline void clear_kept(std::string& s, std::size_t max_kept) noexcept {
+  if (s.capacity() > max_kept) std::string().swap(s);
+  else s.clear();
 }
 
-/// a == b, for the short keys of messages without a memcmp call: two overlapping loads for 4–16 bytes.
+/// a == b, for a message's keys at every refill: raw::equal_bytes, which needs no memcmp call for 4 bytes or more.
 [[gnu::always_inline]] inline bool same_key(std::string_view a, std::string_view b) noexcept {
-  const std::size_t n = a.size();
-  if (n != b.size()) return false;
-  if (n >= 8 && n <= 16) return same_ends<std::uint64_t>(a.data(), b.data(), n);
-  if (n >= 4 && n < 8) return same_ends<std::uint32_t>(a.data(), b.data(), n);
-  return n == 0 || std::memcmp(a.data(), b.data(), n) == 0;
+  return a.size() == b.size() && raw::equal_bytes(a.data(), b.data(), a.size());
 }
 
 /// Writes the members of one JSON object in ascending key order (the order std::map keeps them in), each key once.

@@ -121,8 +121,7 @@ const char* raw_to_json(const char* p, const char* end, nlohmann::json& out, int
     case '"': {
       if (!out.is_string()) out = nlohmann::json(nlohmann::json::value_t::string);
       auto& s = out.get_ref<std::string&>();
-      if (s.capacity() > kMaxKeptBytes) std::string().swap(s);  // not kept for every later refill
-      s.clear();
+      clear_kept(s, kMaxKeptBytes);  // a large buffer is not kept for every later refill
       return scan_unescape_append(p, end, s);
     }
     case 't':

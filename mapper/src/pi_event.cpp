@@ -1,6 +1,7 @@
 // Internal: extraction of one pi JSONL line into x_event.
 #include "pi_event.hpp"
 
+#include "message_reuse.hpp"
 #include "ondemand_fields.hpp"
 #include "pi_event_readers.hpp"
 #include "raw_scan.hpp"
@@ -105,8 +106,7 @@ void x_event::reset() {
   has_result = false;
   if (has_partial_text) {
     has_partial_text = false;
-    partial_text.clear();
-    if (partial_text.capacity() > kReleaseBufferAbove) std::string().swap(partial_text);
+    clear_kept(partial_text, kReleaseBufferAbove);
   }
   is_error = false;
   will_retry = aborted = success = -1;
@@ -137,10 +137,8 @@ void pi_event_parser::forget_cumulative_text() noexcept {
   // Buffers of an ordinary size are kept for the next tool's output (regrown from nothing, they were reallocated
   // about a dozen times per tool, copying cold memory each time); only a large one is given back.
   constexpr std::size_t kMaxKept = 64 * 1024;
-  for (std::string* s : {&text_memo_raw_, &text_memo_text_}) {
-    if (s->capacity() > kMaxKept) std::string().swap(*s);
-    else s->clear();
-  }
+  clear_kept(text_memo_raw_, kMaxKept);
+  clear_kept(text_memo_text_, kMaxKept);
 }
 
 void pi_event_parser::reserve_buffer(std::size_t needed) {

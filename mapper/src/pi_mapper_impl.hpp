@@ -110,10 +110,11 @@ struct block_state {
   bool released = false;  // thinking: already emitted (stream mode)
 };
 
-/// The current message's blocks, by content index. Its slots outlive the message: clear() resets them lazily and keeps
-/// their text buffers (up to kMaxKeptBlockBytes each, kMaxKeptBlocks slots), so the next message's text is appended
-/// into a buffer that is already there. Freed and regrown at every message, a block's text was reallocated ~10 times
-/// per answer, each time copying it from memory gone cold while the other agents of the thread ran.
+/// The current message's blocks, by content index. Its slots outlive the message: clear() empties their texts but keeps
+/// the buffers (up to kMaxKeptBlockBytes each, kMaxKeptBlocks slots), and a slot's flags are reset when the next
+/// message grows into it, so the next message's text is appended into a buffer that is already there. Freed and
+/// regrown at every message, a block's text was reallocated ~10 times per answer, each time copying it from memory
+/// gone cold while the other agents of the thread ran.
 class block_list {
  public:
   static constexpr std::size_t kMaxKeptBlocks = 16;
@@ -142,9 +143,7 @@ class block_list {
   }
   /// No blocks; the slots used keep their text buffers unless they grew beyond the limits.
   void clear() noexcept {
-    for (std::size_t i = 0; i < size_; ++i) {
-      if (slots_[i].text.capacity() > kMaxKeptBlockBytes) std::string().swap(slots_[i].text);
-    }
+    for (std::size_t i = 0; i < size_; ++i) clear_kept(slots_[i].text, kMaxKeptBlockBytes);
     if (slots_.size() > kMaxKeptBlocks) {
       slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(kMaxKeptBlocks), slots_.end());
     }
@@ -152,13 +151,13 @@ class block_list {
   }
 
  private:
-  static void reset(block_state& b) noexcept {
+  static void reset(block_state& b) noexcept {  // its text is empty already (see clear())
     b.kind = block_kind::other;
-    b.text.clear();
     b.ended = false;
     b.released = false;
   }
-  std::vector<block_state> slots_;  // [0, size_) are the message's blocks; the rest are kept for the next ones
+  // [0, size_) are the message's blocks; the rest are kept for the next ones, their texts empty
+  std::vector<block_state> slots_;
   std::size_t size_ = 0;
 };
 
