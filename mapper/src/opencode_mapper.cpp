@@ -40,8 +40,10 @@ event_kind kind_of(std::string_view t) noexcept {
   return event_kind::unknown;
 }
 
-// One parsed line: the fields of every event type the mapper reads (what a type does not have stays empty).
-struct oc_event {
+// One parsed line: the fields of every event type the mapper reads (what a type does not have stays empty). The plain
+// values are a base of their own, reset field by field (reset()) on every line: the fast path parses into the mapper's
+// one event in place, with no event built and moved per line.
+struct oc_fields {
   event_kind kind = event_kind::unknown;
   bool has_type = false;
   /// A field the mapper reads had the wrong JSON type: the line is invalid unless its type is one the mapper ignores.
@@ -52,7 +54,6 @@ struct oc_event {
   std::string_view part_id, message_id, text, tool, call_id, reason;
   // part.state (tool_use)
   std::string_view status, output, error_text, title;
-  json input, metadata;  // null when absent
   // part.tokens / part.cost (step_finish)
   bool has_tokens = false;
   long long input_tokens = 0, output_tokens = 0, reasoning_tokens = 0, cache_read = 0, cache_write = 0;
@@ -62,6 +63,25 @@ struct oc_event {
   std::string_view error_name, error_message, response_body;
   std::optional<long long> status_code{};
   std::optional<bool> is_retryable{};
+
+  /// Back to the values above (a field added here is reset here too). Field by field: assigning `oc_fields{}` builds
+  /// a temporary with `rep stos` and copies it with `rep movs`, whose start-up cost was a tenth of a short line's.
+  void reset() noexcept {
+    kind = event_kind::unknown;
+    has_type = wrong_type = has_part = has_text = has_tokens = has_error = false;
+    clear_views(session_id, part_id, message_id, text, tool, call_id, reason, status, output, error_text, title,
+                error_name, error_message, response_body);
+    input_tokens = output_tokens = reasoning_tokens = cache_read = cache_write = 0;
+    cost.reset();
+    status_code.reset();
+    is_retryable.reset();
+  }
+};
+
+struct oc_event : oc_fields {
+  // part.state.input / .metadata of a tool_use; null when absent. The fast path refills them in place, line after
+  // line, and leaves them as they are on the other events (which do not read them); the On-Demand path resets them.
+  json input, metadata;
 };
 
 /// True when the reason of a step_finish ends the run: every reason but `tool-calls` (opencode runs the tools and
@@ -88,7 +108,6 @@ struct opencode_mapper::impl {
   // The fast path's strings that have escapes, unescaped (the others are views of the line).
   std::string fast_session, fast_part_session, fast_part_id, fast_message_id, fast_text, fast_reason;
   std::string fast_tool, fast_call, fast_status, fast_title;
-  json fast_input, fast_metadata;  // converted in place (raw_to_json), reusing an earlier tool event's values
 
   // ---- run state --------------------------------------------------------------------------------------------------
   bool finished = false;        // a final step_finish or an error since the last step_start
@@ -218,7 +237,9 @@ struct opencode_mapper::impl {
     // An integer the mapper does not read (timestamps, the token total): checked, not converted. On-Demand never
     // reads these, so accepting only canonical integers keeps the fast path the stricter one.
     const auto skipped_integer = [&] { return (p = raw::skip_small_int(p, end)) != nullptr; };
-    oc_event e;  // its strings are read straight into it
+    // The line is read straight into the event; if the fast path gives up, the On-Demand path starts it afresh.
+    ev.reset();
+    oc_event& e = ev;
     std::string_view part_session;  // checked, not kept (the event's session id wins)
     if (!literal(R"({"type":")")) return false;
     event_kind kind = event_kind::unknown;
@@ -235,9 +256,9 @@ struct opencode_mapper::impl {
     if (kind == event_kind::tool_use) {
       if (!literal(R"("type":"tool","tool":)") || !string(e.tool, fast_tool) || !literal(R"(,"callID":)") ||
           !string(e.call_id, fast_call) || !literal(R"(,"state":{"status":)") || !string(e.status, fast_status) ||
-          !literal(R"(,"input":)") || (p = raw_to_json(p, end, fast_input)) == nullptr ||
+          !literal(R"(,"input":)") || (p = raw_to_json(p, end, e.input)) == nullptr ||
           !literal(R"(,"output":)") || !string(e.output, fast_text) || !literal(R"(,"metadata":)") ||
-          (p = raw_to_json(p, end, fast_metadata)) == nullptr || !literal(R"(,"title":)") ||
+          (p = raw_to_json(p, end, e.metadata)) == nullptr || !literal(R"(,"title":)") ||
           !string(e.title, fast_title) || !literal(R"(,"time":{"start":)") || !skipped_integer() ||
           !literal(R"(,"end":)") || !skipped_integer() || !literal(R"(}},"id":)") ||
           !string(e.part_id, fast_part_id) || !literal(R"(,"sessionID":)") ||
@@ -245,7 +266,7 @@ struct opencode_mapper::impl {
           !string(e.message_id, fast_message_id) || !literal("}"))
         return false;
       if (e.call_id.empty() && e.part_id.empty()) return false;  // invalid: On-Demand says so
-      return accept_fast(line, p, kind, std::move(e));
+      return accept_fast(line, p, kind);
     }
     if (!literal(R"("id":)") || !string(e.part_id, fast_part_id)) return false;
     if (kind == event_kind::step_finish && (!literal(R"(,"reason":)") || !string(e.reason, fast_reason))) return false;
@@ -277,26 +298,17 @@ struct opencode_mapper::impl {
         break;
       }
     }
-    return accept_fast(line, p, kind, std::move(e));
+    return accept_fast(line, p, kind);
   }
 
   // The end of a fast-path line at `p` (the part's closing brace read): the event's brace, then only whitespace, and
-  // valid UTF-8 throughout; then `e` becomes the event.
-  bool accept_fast(std::string_view line, const char* p, event_kind kind, oc_event&& e) {
+  // valid UTF-8 throughout; then the event (read in place) is complete.
+  bool accept_fast(std::string_view line, const char* p, event_kind kind) {
     const char* const end = line.data() + line.size();
     if (p == end || *p != '}' || raw::skip_ws(p + 1, end) != end) return false;
     if (!valid_utf8(*utf8, line.data(), line.size())) return false;  // On-Demand rejects it, with the same result
-    e.kind = kind;
-    e.has_type = e.has_part = true;
-    if (kind == event_kind::tool_use) {
-      // The event takes the values converted in place.
-      e.input.swap(fast_input);
-      e.metadata.swap(fast_metadata);
-    }
-    // The previous event's values, when there is room, are what the next tool line refills.
-    if (fast_input.is_null()) fast_input = std::move(ev.input);
-    if (fast_metadata.is_null()) fast_metadata = std::move(ev.metadata);
-    ev = std::move(e);
+    ev.kind = kind;
+    ev.has_type = ev.has_part = true;
     return true;
   }
 
@@ -365,13 +377,13 @@ struct opencode_mapper::impl {
   /// False when the part was mapped already (a repeated line); parts without an id are always new.
   bool first_time(std::string_view part_id) {
     if (part_id.empty()) return true;
-    if (ev.message_id != seen_message) {
+    if (!same_key(ev.message_id, seen_message)) {
       seen_message.assign(ev.message_id);
       few_count = 0;
       if (!seen_parts.empty()) seen_parts.clear();
     }
     for (std::size_t i = 0; i < few_count; ++i)
-      if (few_parts[i] == part_id) return false;
+      if (same_key(few_parts[i], part_id)) return false;
     if (few_count < kFewParts) {
       if (few_count == few_parts.size()) few_parts.emplace_back();
       few_parts[few_count++].assign(part_id);

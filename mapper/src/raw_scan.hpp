@@ -5,6 +5,7 @@
 // path, which decides. They never read outside [p, end): the input is the caller's line, without padding.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -356,6 +357,18 @@ template <std::size_t N>
   return true;
 }
 
+/// How many of the 8 bytes at `p` (all readable), from the first, are ASCII digits: 0–8. Little-endian only.
+[[gnu::always_inline]] inline unsigned leading_digits8(const char* p) noexcept {
+  std::uint64_t x;
+  std::memcpy(&x, p, sizeof x);
+  constexpr std::uint64_t high = 0xF0F0F0F0F0F0F0F0, zeros = 0x3030303030303030, six = 0x0606060606060606;
+  // A byte is a digit when its high nibble is 3 and adding 6 leaves it 3 (its low nibble is at most 9). A byte at or
+  // above 0xFA carries into the next one, but only bytes after a non-digit are changed by that: the first non-digit
+  // is still found.
+  const std::uint64_t not_digit = ((x & high) ^ zeros) | (((x + six) & high) ^ zeros);
+  return not_digit == 0 ? 8U : static_cast<unsigned>(std::countr_zero(not_digit)) / 8U;
+}
+
 /// A canonical JSON integer at `p` ("0" or an optional '-' then 1–18 digits without a leading zero; not "-0"),
 /// followed by a delimiter: returns the position after it, or nullptr (anything else). Its value is not computed: no
 /// multiply chain per digit, for the numbers a fast path only checks (OpenCode's 13-digit timestamps, three per line,
@@ -363,6 +376,14 @@ template <std::size_t N>
 inline const char* skip_small_int(const char* p, const char* end) noexcept {
   const char* const digits_begin = p < end && *p == '-' ? p + 1 : p;
   const char* q = digits_begin;
+  if constexpr (std::endian::native == std::endian::little) {
+    // Eight bytes at a time where the line is long enough (the timestamps are 13 digits: two steps, not 13).
+    while (end - q >= 8) {
+      const unsigned n = leading_digits8(q);
+      q += n;
+      if (n < 8) break;
+    }
+  }
   while (q < end && static_cast<unsigned char>(*q - '0') < 10) ++q;
   const std::ptrdiff_t digits = q - digits_begin;
   if (digits == 0 || digits > 18) return nullptr;  // more is too long for the fast path

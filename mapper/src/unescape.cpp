@@ -244,13 +244,10 @@ const char* unescape_string_rest(const char* p, const char* end, std::string& ou
   return unescape_rest(p, end, out);
 }
 
-const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer) {
+const char* scan_string_view_rest(const char* p, const char* special, const char* end, std::string_view& out,
+                                  std::string& buffer) {
   const char* const body = p + 1;
-  const char* q = raw::find_string_special(body, end);
-  if (q != end && *q == '"') {
-    out = std::string_view(body, static_cast<std::size_t>(q - body));
-    return q + 1;
-  }
+  const char* q = special;
   // An escape (or an error, which unescape_rest reports): the text so far, then the rest unescaped.
   buffer.assign(body, static_cast<std::size_t>(q - body));
   q = unescape_rest(q, end, buffer);

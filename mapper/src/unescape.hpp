@@ -3,6 +3,9 @@
 // in 16-byte blocks; the two-character escapes take one table load.
 #pragma once
 
+#include "raw_scan.hpp"
+
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -29,9 +32,23 @@ const char* scan_unescape_append(const char* p, const char* end, std::string& ou
 /// character), up to and including the closing quote.
 const char* unescape_string_rest(const char* p, const char* end, std::string& out);
 
+/// scan_string_view from `special`, the first '"', '\\' or control character of the body (or `end`), when it is not
+/// the closing quote: the escaped (or malformed) case, out of line.
+const char* scan_string_view_rest(const char* p, const char* special, const char* end, std::string_view& out,
+                                  std::string& buffer);
+
 /// The same check, without a copy for a string that has no escape sequence: `out` is then a view of its body in the
 /// input; else `buffer` holds the unescaped text and `out` views it. Returns the position after the closing quote, or
-/// nullptr (`out` unchanged).
-const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer);
+/// nullptr (`out` unchanged). The common case, a string without escapes, is inline: the fast paths read half a dozen
+/// short strings (ids) per line, where a call per string is a sizeable part of the cost.
+inline const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer) {
+  const char* const body = p + 1;
+  const char* const q = raw::find_string_special(body, end);
+  if (q != end && *q == '"') {
+    out = std::string_view(body, static_cast<std::size_t>(q - body));
+    return q + 1;
+  }
+  return scan_string_view_rest(p, q, end, out, buffer);
+}
 
 }  // namespace agenthost::mapper::detail

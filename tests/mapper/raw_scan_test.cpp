@@ -81,6 +81,43 @@ TEST(RawScan, SkipSmallIntAcceptsWhatParseSmallIntAcceptsAndEndsWhereItEnds) {
   EXPECT_EQ(raw::skip_small_int(ts.data(), ts.data() + ts.size()), ts.data() + 13);
 }
 
+TEST(RawScan, LeadingDigits8StopsAtTheFirstByteThatIsNotADigit) {
+  // Every byte value after k digits, followed by bytes that carry when 6 is added (0xFF) or by more digits: the count
+  // is the run of digits from the start, whatever comes after the first other byte.
+  for (std::size_t k = 0; k <= 8; ++k) {
+    for (int b = 0; b < 256; ++b) {
+      for (const char fill : {static_cast<char>(0xFF), '9'}) {
+        std::string bytes(16, fill);
+        for (std::size_t i = 0; i < k; ++i) bytes[i] = static_cast<char>('0' + (i * 7) % 10);
+        if (k < 8) bytes[k] = static_cast<char>(b);
+        std::size_t expected = 0;
+        while (expected < 8 && bytes[expected] >= '0' && bytes[expected] <= '9') ++expected;
+        ASSERT_EQ(raw::leading_digits8(bytes.data()), expected) << "k " << k << ", byte " << b << ", fill " << fill;
+      }
+    }
+  }
+}
+
+TEST(RawScan, SkipSmallIntOnALongLineMatchesADigitByDigitCount) {
+  // Numbers of 1–21 digits with a long tail after them, so that the eight-bytes-at-a-time path reads them.
+  for (std::size_t n = 1; n <= 21; ++n) {
+    for (const std::string& tail : {std::string(",\"sessionID\":\"ses_1\"}"), std::string("x,\"sessionID\":1}"),
+                                   std::string("}\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff")}) {
+      std::string line;
+      for (std::size_t i = 0; i < n; ++i) line += static_cast<char>('1' + i % 9);
+      line += tail;
+      const char* end = line.data() + line.size();
+      const bool delimited = tail[0] == ',' || tail[0] == '}';
+      const char* expected = n <= 18 && delimited ? line.data() + n : nullptr;
+      EXPECT_EQ(raw::skip_small_int(line.data(), end), expected) << line;
+      const std::string negative = "-" + line;
+      EXPECT_EQ(raw::skip_small_int(negative.data(), negative.data() + negative.size()),
+                expected == nullptr ? nullptr : negative.data() + n + 1)
+          << negative;
+    }
+  }
+}
+
 TEST(RawScan, ParseSmallIntGivesTheValue) {
   const std::pair<std::string, std::int64_t> cases[] = {
       {"0", 0}, {"7,", 7}, {"-7}", -7}, {"1796011996448", 1796011996448}, {"123456789012345678", 123456789012345678},
