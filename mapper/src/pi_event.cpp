@@ -157,7 +157,7 @@ error_code pi_event_parser::parse(std::string_view line) {
   deferred_partial_ = {};
   deferred_message_ = {};
   const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
-  reserve_buffer(needed);
+  if (needed > capacity_ || capacity_ > kReleaseBufferAbove) reserve_buffer(needed);  // rarely: not a call per line
   if (parse_fast(line)) return simdjson::SUCCESS;
   ev_->reset();  // the fast path gave up: whatever it set is discarded
 

@@ -23,7 +23,8 @@ inline constexpr int kMaxSkipDepth = 64;
 inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 inline const char* skip_ws(const char* p, const char* end) noexcept {
-  while (p < end && is_ws(*p)) ++p;
+  // One compare for the usual case, a byte above the space (compact JSON has no whitespace at all).
+  while (p < end && static_cast<unsigned char>(*p) <= ' ' && is_ws(*p)) ++p;
   return p;
 }
 
@@ -131,12 +132,12 @@ inline const char* find_quote_or_backslash_padded(const char* p) noexcept {
 inline bool is_ascii(const char* p, std::size_t n) noexcept {
   const char* end = p + n;
 #if defined(__SSE2__)
-  __m128i acc = _mm_setzero_si128();
-  while (end - p >= 16) {
-    acc = _mm_or_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    p += 16;
+  if (n >= 16) {
+    // 16-byte blocks, the last one overlapping the one before (no byte-by-byte tail).
+    __m128i acc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(end - 16));
+    for (; end - p > 16; p += 16) acc = _mm_or_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm_movemask_epi8(acc) == 0;
   }
-  if (_mm_movemask_epi8(acc) != 0) return false;
 #endif
   unsigned char bits = 0;
   while (p < end) bits |= static_cast<unsigned char>(*p++);
@@ -148,52 +149,71 @@ inline bool is_scalar_char(char c) noexcept {
          c == '.';
 }
 
-/// Skip one value starting at `p` (no leading whitespace): returns the position after it, or nullptr.
-inline const char* skip_value(const char* p, const char* end, int depth = 0) noexcept {
+/// How many of the 8 bytes at `p` (all readable), from the first, are ASCII digits: 0–8. Little-endian only.
+[[gnu::always_inline]] inline unsigned leading_digits8(const char* p) noexcept {
+  std::uint64_t x;
+  std::memcpy(&x, p, sizeof x);
+  constexpr std::uint64_t high = 0xF0F0F0F0F0F0F0F0, zeros = 0x3030303030303030, six = 0x0606060606060606;
+  // A byte is a digit when its high nibble is 3 and adding 6 leaves it 3 (its low nibble is at most 9). A byte at or
+  // above 0xFA carries into the next one, but only bytes after a non-digit are changed by that: the first non-digit
+  // is still found.
+  const std::uint64_t not_digit = ((x & high) ^ zeros) | (((x + six) & high) ^ zeros);
+  return not_digit == 0 ? 8U : static_cast<unsigned>(std::countr_zero(not_digit)) / 8U;
+}
+
+const char* skip_container(const char* p, const char* end, int depth) noexcept;
+
+/// Skip one value starting at `p` (no leading whitespace): returns the position after it, or nullptr. A string or a
+/// scalar — nearly every value skipped — is skipped inline; objects and arrays by skip_container().
+[[gnu::always_inline]] inline const char* skip_value(const char* p, const char* end, int depth = 0) noexcept {
   if (p >= end) return nullptr;
+  if (*p == '"') {
+    const char* body_end = nullptr;
+    bool escaped = false;
+    return scan_string(p, end, body_end, escaped);
+  }
+  if (*p == '{' || *p == '[') return skip_container(p, end, depth);
+  const char* start = p;
+  if constexpr (std::endian::native == std::endian::little) {
+    if (end - p >= 8) p += leading_digits8(p);  // a number's digits, eight at a time
+  }
+  while (p < end && is_scalar_char(*p)) ++p;
+  return p == start ? nullptr : p;
+}
+
+/// skip_value() of the object or array at `p` (out of line: it recurses).
+inline const char* skip_container(const char* p, const char* end, int depth) noexcept {
   const char* body_end = nullptr;
   bool escaped = false;
-  switch (*p) {
-    case '"':
-      return scan_string(p, end, body_end, escaped);
-    case '{': {
-      if (depth >= kMaxSkipDepth) return nullptr;
+  if (depth >= kMaxSkipDepth) return nullptr;
+  if (*p == '{') {
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}') return p + 1;
+    for (;;) {
+      if (p >= end || *p != '"') return nullptr;
+      p = scan_string(p, end, body_end, escaped);
+      if (p == nullptr) return nullptr;
+      p = skip_ws(p, end);
+      if (p >= end || *p != ':') return nullptr;
+      p = skip_value(skip_ws(p + 1, end), end, depth + 1);
+      if (p == nullptr) return nullptr;
+      p = skip_ws(p, end);
+      if (p >= end) return nullptr;
+      if (*p == '}') return p + 1;
+      if (*p != ',') return nullptr;
       p = skip_ws(p + 1, end);
-      if (p < end && *p == '}') return p + 1;
-      for (;;) {
-        if (p >= end || *p != '"') return nullptr;
-        p = scan_string(p, end, body_end, escaped);
-        if (p == nullptr) return nullptr;
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':') return nullptr;
-        p = skip_value(skip_ws(p + 1, end), end, depth + 1);
-        if (p == nullptr) return nullptr;
-        p = skip_ws(p, end);
-        if (p >= end) return nullptr;
-        if (*p == '}') return p + 1;
-        if (*p != ',') return nullptr;
-        p = skip_ws(p + 1, end);
-      }
     }
-    case '[': {
-      if (depth >= kMaxSkipDepth) return nullptr;
-      p = skip_ws(p + 1, end);
-      if (p < end && *p == ']') return p + 1;
-      for (;;) {
-        p = skip_value(p, end, depth + 1);
-        if (p == nullptr) return nullptr;
-        p = skip_ws(p, end);
-        if (p >= end) return nullptr;
-        if (*p == ']') return p + 1;
-        if (*p != ',') return nullptr;
-        p = skip_ws(p + 1, end);
-      }
-    }
-    default: {
-      const char* start = p;
-      while (p < end && is_scalar_char(*p)) ++p;
-      return p == start ? nullptr : p;
-    }
+  }
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == ']') return p + 1;
+  for (;;) {
+    p = skip_value(p, end, depth + 1);
+    if (p == nullptr) return nullptr;
+    p = skip_ws(p, end);
+    if (p >= end) return nullptr;
+    if (*p == ']') return p + 1;
+    if (*p != ',') return nullptr;
+    p = skip_ws(p + 1, end);
   }
 }
 
@@ -355,18 +375,6 @@ template <std::size_t N>
   if (!starts_with(p, end, s)) return false;
   p += N - 1;
   return true;
-}
-
-/// How many of the 8 bytes at `p` (all readable), from the first, are ASCII digits: 0–8. Little-endian only.
-[[gnu::always_inline]] inline unsigned leading_digits8(const char* p) noexcept {
-  std::uint64_t x;
-  std::memcpy(&x, p, sizeof x);
-  constexpr std::uint64_t high = 0xF0F0F0F0F0F0F0F0, zeros = 0x3030303030303030, six = 0x0606060606060606;
-  // A byte is a digit when its high nibble is 3 and adding 6 leaves it 3 (its low nibble is at most 9). A byte at or
-  // above 0xFA carries into the next one, but only bytes after a non-digit are changed by that: the first non-digit
-  // is still found.
-  const std::uint64_t not_digit = ((x & high) ^ zeros) | (((x + six) & high) ^ zeros);
-  return not_digit == 0 ? 8U : static_cast<unsigned>(std::countr_zero(not_digit)) / 8U;
 }
 
 /// A canonical JSON integer at `p` ("0" or an optional '-' then 1–18 digits without a leading zero; not "-0"),

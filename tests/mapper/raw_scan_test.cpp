@@ -129,3 +129,50 @@ TEST(RawScan, ParseSmallIntGivesTheValue) {
     EXPECT_EQ(value, expected) << text;
   }
 }
+
+namespace {
+
+TEST(RawScan, IsAsciiFindsANonAsciiByteAtEveryPositionOfEveryLength) {
+  // Lengths around the 16-byte blocks (the last block overlaps the one before it).
+  for (std::size_t n = 0; n <= 70; ++n) {
+    std::string s(n, 'a');
+    ASSERT_TRUE(raw::is_ascii(s.data(), n)) << n;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (const char c : {static_cast<char>(0x80), static_cast<char>(0xFF)}) {
+        s[i] = c;
+        EXPECT_FALSE(raw::is_ascii(s.data(), n)) << "length " << n << ", byte at " << i;
+        s[i] = 'a';
+      }
+    }
+  }
+}
+
+TEST(RawScan, SkipWsStopsAtTheFirstByteThatIsNotJsonWhitespace) {
+  const std::string s = " \t\r\n x";
+  EXPECT_EQ(raw::skip_ws(s.data(), s.data() + s.size()), s.data() + 5);
+  const std::string control = " \x01 x";  // a control character is not whitespace
+  EXPECT_EQ(raw::skip_ws(control.data(), control.data() + control.size()), control.data() + 1);
+  const std::string only = "  \n";
+  EXPECT_EQ(raw::skip_ws(only.data(), only.data() + only.size()), only.data() + only.size());
+}
+
+TEST(RawScan, SkipValueEndsAfterTheValueWithAndWithoutBytesAfterIt) {
+  // {value, its length (0: rejected)}. Each accepted one is also tried followed by a long tail, where numbers are
+  // read eight digits at a time.
+  const std::pair<std::string, std::size_t> cases[] = {
+      {"0", 1}, {"7", 1}, {"-12", 3}, {"12345678", 8}, {"123456789", 9}, {"1234567890123456789012", 22},
+      {"1.5e-3", 6}, {"true", 4}, {"null", 4}, {R"("")", 2}, {R"("a\"b")", 6}, {R"("xxxxxxxxxxxxxxxxxxxxxxx")", 25},
+      {"{}", 2}, {"[]", 2}, {R"({"a":1,"b":[1,{"c":"d"}]})", 25}, {R"([ 1 , "x" , { } ])", 17},
+      {R"("unclosed)", 0}, {"{", 0}, {"[1,", 0}, {R"({"a" 1})", 0}, {"", 0}, {",", 0}, {"}", 0}};
+  for (const auto& [value, length] : cases) {
+    for (const std::string& tail : {std::string(), std::string(",\"next\":\"0123456789abcdef\"}")}) {
+      const std::string text = value + tail;
+      const char* end = text.data() + text.size();
+      const char* expected = length == 0 ? nullptr : text.data() + length;
+      if (length == 0 && !tail.empty()) continue;  // a rejected value is tried alone (a tail could complete it)
+      EXPECT_EQ(raw::skip_value(text.data(), end), expected) << "'" << text << "'";
+    }
+  }
+}
+
+}  // namespace
