@@ -334,7 +334,7 @@ inline const char* validate_value(const char* p, const char* end, int depth) noe
 /// call; a runtime `n` (an id compared on every line, a message's keys matched at every refill) still saves the call.
 [[gnu::always_inline]] inline bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
   if (n < 8) {
-    if (n < 4) return std::memcmp(a, b, n) == 0;
+    if (n < 4) return n == 0 || std::memcmp(a, b, n) == 0;  // an empty view's data() may be null: no memcmp of it
     std::uint32_t a0, a1, b0, b1;
     std::memcpy(&a0, a, 4);
     std::memcpy(&a1, a + n - 4, 4);
