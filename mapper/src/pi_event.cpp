@@ -14,24 +14,57 @@ using simdjson::error_code;
 using namespace pi_readers;
 
 event_kind classify_event(std::string_view t) noexcept {
-  // Most frequent first.
-  if (t == "message_update") return event_kind::message_update;
-  if (t == "tool_execution_update") return event_kind::tool_execution_update;
-  if (t == "message_start") return event_kind::message_start;
-  if (t == "message_end") return event_kind::message_end;
-  if (t == "turn_start") return event_kind::turn_start;
-  if (t == "turn_end") return event_kind::turn_end;
-  if (t == "tool_execution_start") return event_kind::tool_execution_start;
-  if (t == "tool_execution_end") return event_kind::tool_execution_end;
-  if (t == "agent_start") return event_kind::agent_start;
-  if (t == "agent_end") return event_kind::agent_end;
-  if (t == "agent_settled") return event_kind::agent_settled;
-  if (t == "session") return event_kind::session;
-  if (t == "auto_retry_start") return event_kind::auto_retry_start;
-  if (t == "auto_retry_end") return event_kind::auto_retry_end;
-  if (t == "auto_compaction_start" || t == "compaction_start") return event_kind::compaction_start;
-  if (t == "auto_compaction_end" || t == "compaction_end") return event_kind::compaction_end;
-  if (t == "extension_error") return event_kind::extension_error;
+  // By length first: a type the mapper does not map (such lines can be most of a stream) is told apart with at most
+  // two compares, not one per known type.
+  switch (t.size()) {
+    case 7:
+      if (t == "session") return event_kind::session;
+      break;
+    case 8:
+      if (t == "turn_end") return event_kind::turn_end;
+      break;
+    case 9:
+      if (t == "agent_end") return event_kind::agent_end;
+      break;
+    case 10:
+      if (t == "turn_start") return event_kind::turn_start;
+      break;
+    case 11:
+      if (t == "message_end") return event_kind::message_end;
+      if (t == "agent_start") return event_kind::agent_start;
+      break;
+    case 13:
+      if (t == "message_start") return event_kind::message_start;
+      if (t == "agent_settled") return event_kind::agent_settled;
+      break;
+    case 14:
+      if (t == "message_update") return event_kind::message_update;
+      if (t == "auto_retry_end") return event_kind::auto_retry_end;
+      if (t == "compaction_end") return event_kind::compaction_end;
+      break;
+    case 15:
+      if (t == "extension_error") return event_kind::extension_error;
+      break;
+    case 16:
+      if (t == "auto_retry_start") return event_kind::auto_retry_start;
+      if (t == "compaction_start") return event_kind::compaction_start;
+      break;
+    case 18:
+      if (t == "tool_execution_end") return event_kind::tool_execution_end;
+      break;
+    case 19:
+      if (t == "auto_compaction_end") return event_kind::compaction_end;
+      break;
+    case 20:
+      if (t == "tool_execution_start") return event_kind::tool_execution_start;
+      break;
+    case 21:
+      if (t == "tool_execution_update") return event_kind::tool_execution_update;
+      if (t == "auto_compaction_start") return event_kind::compaction_start;
+      break;
+    default:
+      break;
+  }
   return event_kind::unknown;
 }
 
