@@ -181,40 +181,41 @@ const char* skip_container(const char* p, const char* end, int depth) noexcept;
   return p == start ? nullptr : p;
 }
 
-/// skip_value() of the object or array at `p` (out of line: it recurses).
-inline const char* skip_container(const char* p, const char* end, int depth) noexcept {
+/// The object or array at `p` (its opening bracket), each member's or element's value read by `value(p, depth + 1)`
+/// (a position after the value, or nullptr): the position after its closing bracket, or nullptr. A key with an escape
+/// sequence is refused when `plain_keys`. Shared by skip_container() and validate_value(), which differ in how they
+/// read a value.
+template <class Value>
+inline const char* walk_container(const char* p, const char* end, int depth, bool plain_keys, Value&& value) noexcept {
   const char* body_end = nullptr;
   bool escaped = false;
-  if (depth >= kMaxSkipDepth) return nullptr;
-  if (*p == '{') {
-    p = skip_ws(p + 1, end);
-    if (p < end && *p == '}') return p + 1;
-    for (;;) {
+  const bool object = *p == '{';
+  const char close = object ? '}' : ']';
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == close) return p + 1;
+  for (;;) {
+    if (object) {
       if (p >= end || *p != '"') return nullptr;
       p = scan_string(p, end, body_end, escaped);
-      if (p == nullptr) return nullptr;
+      if (p == nullptr || (plain_keys && escaped)) return nullptr;
       p = skip_ws(p, end);
       if (p >= end || *p != ':') return nullptr;
-      p = skip_value(skip_ws(p + 1, end), end, depth + 1);
-      if (p == nullptr) return nullptr;
-      p = skip_ws(p, end);
-      if (p >= end) return nullptr;
-      if (*p == '}') return p + 1;
-      if (*p != ',') return nullptr;
       p = skip_ws(p + 1, end);
     }
-  }
-  p = skip_ws(p + 1, end);
-  if (p < end && *p == ']') return p + 1;
-  for (;;) {
-    p = skip_value(p, end, depth + 1);
+    p = value(p, depth + 1);
     if (p == nullptr) return nullptr;
     p = skip_ws(p, end);
     if (p >= end) return nullptr;
-    if (*p == ']') return p + 1;
+    if (*p == close) return p + 1;
     if (*p != ',') return nullptr;
     p = skip_ws(p + 1, end);
   }
+}
+
+/// skip_value() of the object or array at `p` (out of line: it recurses).
+inline const char* skip_container(const char* p, const char* end, int depth) noexcept {
+  if (depth >= kMaxSkipDepth) return nullptr;
+  return walk_container(p, end, depth, false, [end](const char* q, int d) { return skip_value(q, end, d); });
 }
 
 /// The first `c` in [p, end), or `end` (inline: the runs between escapes of a text are short, a memchr call costs
@@ -279,37 +280,9 @@ inline const char* validate_value(const char* p, const char* end, int depth) noe
       if (next == nullptr || (escaped && !escapes_valid(p + 1, body_end))) return nullptr;
       return next;
     }
-    case '{': {
-      p = skip_ws(p + 1, end);
-      if (p < end && *p == '}') return p + 1;
-      for (;;) {
-        if (p >= end || *p != '"') return nullptr;
-        p = scan_string(p, end, body_end, escaped);
-        if (p == nullptr || escaped) return nullptr;
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':') return nullptr;
-        p = validate_value(skip_ws(p + 1, end), end, depth + 1);
-        if (p == nullptr) return nullptr;
-        p = skip_ws(p, end);
-        if (p >= end) return nullptr;
-        if (*p == '}') return p + 1;
-        if (*p != ',') return nullptr;
-        p = skip_ws(p + 1, end);
-      }
-    }
-    case '[': {
-      p = skip_ws(p + 1, end);
-      if (p < end && *p == ']') return p + 1;
-      for (;;) {
-        p = validate_value(p, end, depth + 1);
-        if (p == nullptr) return nullptr;
-        p = skip_ws(p, end);
-        if (p >= end) return nullptr;
-        if (*p == ']') return p + 1;
-        if (*p != ',') return nullptr;
-        p = skip_ws(p + 1, end);
-      }
-    }
+    case '{':
+    case '[':
+      return walk_container(p, end, depth, true, [end](const char* q, int d) { return validate_value(q, end, d); });
     case 't': return literal("true");
     case 'f': return literal("false");
     case 'n': return literal("null");
