@@ -176,8 +176,9 @@ class pi_event_parser {
   // Fast path for message_update lines (pi's per-token event): a strict byte-level scan that either produces the
   // exact event the On-Demand path would produce, or gives up (false) and leaves the line to it. See parse_fast().
   bool parse_fast(std::string_view line);
-  bool parse_fast_ignored(std::string_view line);
-  bool parse_fast_tool_update(std::string_view line);
+  bool parse_fast_other(std::string_view line);  // any other `type`; the next two: `p` after that `type` string
+  bool parse_fast_ignored(std::string_view line, const char* p);
+  bool parse_fast_tool_update(std::string_view line, const char* p);
   const char* fast_tool_result(const char* p, const char* end);
   const char* fast_content_text(const char* p, const char* end, int depth);
   const char* fast_content_item(const char* p, const char* end, int depth, bool& first);

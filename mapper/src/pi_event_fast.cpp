@@ -79,10 +79,6 @@ constexpr std::size_t kMaxMemoPrefix = 4096;
 
 namespace {
 
-// Arrays, not string_views: raw::starts_with compares them with inline loads (a memcmp of this length is a call).
-constexpr char kToolUpdatePrefix[] = R"({"type":"tool_execution_update")";
-constexpr std::size_t kToolUpdatePrefixSize = sizeof kToolUpdatePrefix - 1;
-
 /// A string body equals "text" (after unescaping when it has escapes).
 bool body_is_text(const char* body, const char* body_end, bool escaped) {
   const std::string_view raw(body, static_cast<std::size_t>(body_end - body));
@@ -96,14 +92,13 @@ bool body_is_text(const char* body, const char* body_end, bool escaped) {
 // tool_execution_update (pi's cumulative tool output, one line per update): the fields parse_root reads for it —
 // toolCallId, toolName and the text of partialResult/result (tool_result_text's rules, which mirror result_text of the
 // converted value) — with every value validated at least as strictly as to_json() would (validate_value). Any other
-// member, an escaped key or an unusual value → false (the On-Demand path decides).
-bool pi_event_parser::parse_fast_tool_update(std::string_view line) {
+// member, an escaped key or an unusual value → false (the On-Demand path decides). `p` is after the `type` string.
+bool pi_event_parser::parse_fast_tool_update(std::string_view line, const char* p) {
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   if (!valid_utf8(begin, line.size())) return false;
   x_event& ev = *ev_;
   ev.only_update_fields = false;  // fields outside message_update are set below
-  const char* p = begin + kToolUpdatePrefixSize;
   std::string_view key;
   for (;;) {
     bool done = false;
@@ -269,35 +264,81 @@ const char* pi_event_parser::fast_content_item(const char* p, const char* end, i
   return p;
 }
 
-// A line whose `type` (its first member) names an event the mapper does not map: parse_root skips everything after
-// `type`, so only the line's validity matters (strict here, a subset of what the On-Demand path accepts).
-bool pi_event_parser::parse_fast_ignored(std::string_view line) {
-  static constexpr std::string_view kTypeKey = R"({"type":)";
+// A line that is not a message_update: `{"type":` and a string, then by that type either the tool-update fast path,
+// the ignored-line check below, or false (the On-Demand path reads the other mapped events).
+bool pi_event_parser::parse_fast_other(std::string_view line) {
+  static constexpr char kTypeKey[] = R"({"type":")";  // an array, as kPrefix in parse_fast()
   const char* const begin = line.data();
   const char* const end = begin + line.size();
-  if (line.size() <= kTypeKey.size() || std::memcmp(begin, kTypeKey.data(), kTypeKey.size()) != 0 ||
-      begin[kTypeKey.size()] != '"') {
-    return false;
-  }
+  if (!raw::starts_with(begin, end, kTypeKey)) return false;
   const char* body_end = nullptr;
   bool escaped = false;
-  const char* p = raw::scan_string(begin + kTypeKey.size(), end, body_end, escaped);
+  const char* type_begin = begin + sizeof kTypeKey - 1;
+  const char* p = raw::scan_string(type_begin - 1, end, body_end, escaped);
   if (p == nullptr || escaped) return false;
-  const char* type_begin = begin + kTypeKey.size() + 1;
-  if (classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin))) !=
-      event_kind::unknown) {
-    return false;  // an event that is mapped: its fields are read by the On-Demand path
+  switch (classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin)))) {
+    case event_kind::unknown:
+      return parse_fast_ignored(line, p);
+    case event_kind::tool_execution_update:
+      return parse_fast_tool_update(line, p);
+    default:
+      return false;  // an event whose fields the On-Demand path reads
   }
-  if (!valid_utf8(begin, line.size())) return false;
+}
+
+// A line whose `type` (its first member, ending before `p`) names an event the mapper does not map: parse_root skips
+// everything after `type`, so only the line's validity matters (strict here, a subset of what the On-Demand path
+// accepts). A short line without backslashes or control characters — the usual status or progress event — is checked
+// with a quote bitmap (raw::quote_bitmap: one pass over its bytes, then each string is a bit scan); any other line
+// member by member with scan_string().
+bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
   std::string_view key;
-  for (;;) {
-    bool done = false;
-    p = fast_next_member(p, end, key, done);
-    if (p == nullptr) return false;
-    if (done) break;
-    if (key == "type") return false;  // a second `type` reclassifies the event
-    p = raw::skip_value(p, end);
-    if (p == nullptr) return false;
+#if defined(__SSE2__)
+  raw::quote_bitmap quotes;
+  bool ascii = false;
+  if (line.back() == '}' && quotes.build(begin, line.size(), ascii)) {
+    if (!ascii && !valid_utf8(begin, line.size())) return false;
+    // No byte below 0x20: the only whitespace is ' '. The last byte is a '}', not ' ', '"' or a scalar's: every scan
+    // below stops at it at the latest, so only a container skipped by skip_value() can reach the end.
+    const char* const last = end - 1;
+    const auto after_string = [&](const char* open) noexcept -> const char* {  // `open` is at a quote
+      const std::size_t close = quotes.next_quote(static_cast<std::size_t>(open + 1 - begin));
+      return close < line.size() ? begin + close + 1 : nullptr;
+    };
+    for (;;) {
+      while (*p == ' ') ++p;
+      if (*p != ',') break;
+      ++p;
+      while (*p == ' ') ++p;
+      if (*p != '"') return false;
+      const char* key_end = after_string(p);
+      if (key_end == nullptr) return false;
+      if (key_end - p == 6 && std::memcmp(p + 1, "type", 4) == 0) return false;  // a second `type` reclassifies
+      p = key_end;
+      while (*p == ' ') ++p;
+      if (*p != ':') return false;
+      ++p;
+      while (*p == ' ') ++p;
+      p = *p == '"' ? after_string(p) : raw::skip_value(p, end);
+      if (p == nullptr || p == end) return false;
+    }
+    if (p != last) return false;  // not the object's end, or something after it
+    p = end;
+  } else
+#endif
+  {
+    if (!valid_utf8(begin, line.size())) return false;
+    for (;;) {
+      bool done = false;
+      p = fast_next_member(p, end, key, done);
+      if (p == nullptr) return false;
+      if (done) break;
+      if (key == "type") return false;  // a second `type` reclassifies the event
+      p = raw::skip_value(p, end);
+      if (p == nullptr) return false;
+    }
   }
   if (raw::skip_ws(p, end) != end) return false;
   ev_->kind = event_kind::unknown;
@@ -351,7 +392,7 @@ const char* pi_event_parser::fast_update_members(const char* p, const char* end,
 }
 
 bool pi_event_parser::parse_fast(std::string_view line) {
-  static constexpr char kPrefix[] = R"({"type":"message_update")";  // an array: see kToolUpdatePrefix
+  static constexpr char kPrefix[] = R"({"type":"message_update")";  // arrays: starts_with compares with inline loads
   constexpr std::size_t kPrefixSize = sizeof kPrefix - 1;
   const char* const begin = line.data();
   const char* const end = begin + line.size();
@@ -377,10 +418,8 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   } else if (update) {
     if (!valid_utf8(begin, line.size())) return false;
     p = begin + kPrefixSize;
-  } else if (raw::starts_with(begin, end, kToolUpdatePrefix)) {
-    return parse_fast_tool_update(line);
   } else {
-    return parse_fast_ignored(line);
+    return parse_fast_other(line);
   }
   if (p == nullptr) return false;
   ev.kind = event_kind::message_update;
