@@ -288,19 +288,17 @@ bool pi_event_parser::parse_fast_other(std::string_view line) {
 
 // A line whose `type` (its first member, ending before `p`) names an event the mapper does not map: parse_root skips
 // everything after `type`, so only the line's validity matters (strict here, a subset of what the On-Demand path
-// accepts). A short line without backslashes or control characters — the usual status or progress event — is checked
-// with a quote bitmap (raw::quote_bitmap: one pass over its bytes, then each string is a bit scan); any other line
-// member by member with scan_string().
+// accepts). A short ASCII line without backslashes or control characters — the usual status or progress event — is
+// checked with a quote bitmap (raw::quote_bitmap: one pass over its bytes, then each string is a bit scan); any other
+// line member by member with scan_string().
 bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   std::string_view key;
 #if defined(__SSE2__)
   raw::quote_bitmap quotes;
-  bool ascii = false;
-  if (line.back() == '}' && quotes.build(begin, line.size(), ascii)) {
-    if (!ascii && !valid_utf8(begin, line.size())) return false;
-    // No byte below 0x20: the only whitespace is ' '. The last byte is a '}', not ' ', '"' or a scalar's: every scan
+  if (line.back() == '}' && quotes.build(begin, line.size())) {
+    // A plain line: valid UTF-8, and with no byte below 0x20 the only whitespace is ' '. The last byte is a '}', not ' ', '"' or a scalar's: every scan
     // below stops at it at the latest, so only a container skipped by skip_value() can reach the end.
     const char* const last = end - 1;
     const auto after_string = [&](const char* open) noexcept -> const char* {  // `open` is at a quote

@@ -113,27 +113,26 @@ inline const char* scan_string(const char* p, const char* end, const char*& body
 }
 
 #if defined(__SSE2__)
-/// The quotes of a short line as a bitmap, built in one pass over the line, for validating a line whose strings need
-/// no escape handling: each string is then the span between two consecutive quotes, found with a bit scan instead of
-/// a byte scan per string (which loads the same 16 bytes again for every short key and value that starts in them).
-/// The same pass ORs the bytes together: a line that is ASCII needs no separate UTF-8 check.
+/// The quotes of a short, plain line as a bitmap, built in one pass over the line, for validating a line whose
+/// strings need no escape handling: each string is then the span between two consecutive quotes, found with a bit
+/// scan instead of a byte scan per string (which loads the same 16 bytes again for every short key and value that
+/// starts in them).
 class quote_bitmap {
  public:
   /// Longest line build() accepts (the bitmap lives on the stack).
   static constexpr std::size_t kMaxBytes = 512;
 
-  /// The bitmap of [begin, begin + n), 16 ≤ n ≤ kMaxBytes; `ascii` is set when no byte is ≥ 0x80. False (and nothing
-  /// to use) when n is out of range or the line has a backslash or a control character anywhere: a string could then
-  /// hold an escaped quote or an invalid byte, which only scan_string() tells.
-  bool build(const char* begin, std::size_t n, bool& ascii) noexcept {
+  /// The bitmap of [begin, begin + n), 16 ≤ n ≤ kMaxBytes. False (and nothing to use) when n is out of range or the
+  /// line is not plain: a backslash (a string could hold an escaped quote), a control character or a byte ≥ 0x80
+  /// anywhere (scan_string() and the UTF-8 check tell those apart). A plain line is valid UTF-8.
+  bool build(const char* begin, std::size_t n) noexcept {
     if (n < 16 || n > kMaxBytes) return false;
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control_max = _mm_set1_epi8(0x1F);
-    __m128i bad = _mm_setzero_si128(), bytes = _mm_setzero_si128();
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(' ');
+    __m128i not_plain = _mm_setzero_si128();
     const auto block = [&](const char* p) noexcept -> std::uint64_t {
       const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      bytes = _mm_or_si128(bytes, x);
-      bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmpeq_epi8(x, backslash),
-                                           _mm_cmpeq_epi8(_mm_min_epu8(x, control_max), x)));  // x <= 0x1F
+      // A signed compare: below ' ' are the control characters and, as negative bytes, those >= 0x80.
+      not_plain = _mm_or_si128(not_plain, _mm_or_si128(_mm_cmplt_epi8(x, space), _mm_cmpeq_epi8(x, backslash)));
       return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, quote)));
     };
     std::size_t i = 0;
@@ -147,8 +146,7 @@ class quote_bitmap {
     if (i < n) word |= (block(begin + n - 16) >> (16 - (n - i))) << (i & 63);
     if (i < n || (i & 63) != 0) words_[i >> 6] = word;
     size_ = n;
-    ascii = _mm_movemask_epi8(bytes) == 0;
-    return _mm_movemask_epi8(bad) == 0;
+    return _mm_movemask_epi8(not_plain) == 0;
   }
 
   /// Index of the first quote at or after index `from`, or the line's size when there is none.
