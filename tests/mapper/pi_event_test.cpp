@@ -50,4 +50,50 @@ TEST(PiEvent, ClassifyEventKnowsEveryTypeAndNothingElse) {
     EXPECT_EQ(classify_event(other), event_kind::unknown) << other;
 }
 
+// Lines of a type the mapper does not map are only checked. Whatever path takes them (the quote bitmap for a short
+// plain line, the member-by-member scan, the On-Demand parser), the verdict is the On-Demand parser's: each line is
+// also parsed with a space after its '{', which no fast path takes.
+TEST(PiEvent, UnmappedLinesGetTheOnDemandVerdictWhicheverPathChecksThem) {
+  const std::string pad(40, 'x');
+  const std::pair<std::string, bool> lines[] = {
+      {R"({"type":"rate","i":0,"pad":")" + pad + R"("})", true},
+      {R"({"type":"rate","i":12345,"pad":")" + pad + R"(","more":[1,{"a":"b"}],"t":true,"n":null})", true},
+      {R"({"type":"rate" , "i" : 1 , "pad" : ")" + pad + R"(" })", true},
+      {R"({"type":"rate","obj":{},"arr":[],"pad":")" + pad + R"("})", true},
+      {R"({"type":"rate","pad":")" + pad + R"(","nested":{"x":{"y":[1,2,3]}}})", true},
+      {R"({"type":"rate","pad":")" + pad + R"(","é":"ü"})", true},              // not ASCII
+      {R"({"type":"rate","pad":")" + pad + R"(","q":"a\"b\\c\n"})", true},       // escapes
+      {R"({"type":"rate","pad":")" + pad + R"("}   )", true},                     // spaces after the object
+      {R"({"type":"rate","pad":")" + pad + R"("})" + std::string(600, ' '), true},  // too long for the bitmap
+      {R"({"type":"rate","pad":")" + pad + R"(","type":"message_end"})", true},    // a second type: reclassified
+      {R"({"type":"rate","pad":")" + pad + R"(")", false},                         // no closing brace
+      {R"({"type":"rate","pad":")" + pad + R"(}")", false},                        // a string left open
+      {R"({"type":"rate","pad":")" + pad + R"("}})", false},                       // a brace too many
+      {R"({"type":"rate","pad":")" + pad + R"("} })", false},                      // a brace after the object
+      {R"({"type":"rate","pad":")" + pad + R"(",})", false},                       // a comma before the brace
+      {R"({"type":"rate","pad":")" + pad + R"(","a":})", false},                   // a member without a value
+      {R"({"type":"rate","pad":")" + pad + R"(","a":{})", false},                  // an object left open
+      {R"({"type":"rate","pad":")" + pad + R"(","a":1,"b"})", false},              // a key without a value
+      {R"({"type":"rate","pad":")" + pad + R"(" "a":1})", false},                  // no comma
+      {R"({"type":"rate","pad":")" + pad + "\x01" + R"("})", false},             // a control character in a string
+      {R"({"type":"rate","pad":")" + pad + "\xff" + R"("})", false},             // not UTF-8
+      {R"({"type":"rate","i":1,"pad":")" + pad + R"("}x})", false},                // bytes after the object
+  };
+  agenthost::mapper::detail::pi_event_parser parser;
+  for (const auto& [line, valid] : lines) {
+    const bool fast = parser.parse(line) == simdjson::SUCCESS;
+    const event_kind fast_kind = parser.event().kind;
+    std::string spaced = line;
+    spaced.insert(1, " ");
+    const bool on_demand = parser.parse(spaced) == simdjson::SUCCESS;
+    EXPECT_EQ(fast, on_demand) << line;
+    EXPECT_EQ(fast, valid) << line;
+    if (fast && on_demand) {
+      EXPECT_EQ(fast_kind, parser.event().kind) << line;
+      EXPECT_EQ(fast_kind, line.find(R"("type":"message_end")") == std::string::npos ? event_kind::unknown
+                                                                                       : event_kind::message_end);
+    }
+  }
+}
+
 }  // namespace

@@ -176,3 +176,46 @@ TEST(RawScan, SkipValueEndsAfterTheValueWithAndWithoutBytesAfterIt) {
 }
 
 }  // namespace
+
+#if defined(__SSE2__)
+TEST(RawScan, QuoteBitmapFindsEveryQuoteAtEveryPositionOfEveryLength) {
+  // Lengths around the 16-byte blocks and the 64-bit words, up to the maximum; quotes at a changing set of positions.
+  for (std::size_t n = 16; n <= raw::quote_bitmap::kMaxBytes; n += n < 200 ? 1 : 37) {
+    for (std::size_t stride : {1U, 2U, 7U, 64U, 1000U}) {
+      std::string s(n, 'a');
+      for (std::size_t i = stride % n; i < n; i += stride) s[i] = '"';
+      raw::quote_bitmap quotes;
+      ASSERT_TRUE(quotes.build(s.data(), n)) << n;
+      std::size_t expected = n;  // the next quote at or after `from`, computed from the end
+      for (std::size_t from = n; from-- > 0;) {
+        if (s[from] == '"') expected = from;
+        ASSERT_EQ(quotes.next_quote(from), expected) << "length " << n << ", stride " << stride << ", from " << from;
+      }
+      EXPECT_EQ(quotes.next_quote(n), n);
+    }
+  }
+}
+
+TEST(RawScan, QuoteBitmapRefusesALineThatIsNotPlainWhereverTheByteIs) {
+  raw::quote_bitmap quotes;
+  for (std::size_t n : {16U, 17U, 31U, 64U, 65U, 100U, 127U, 128U, 511U, 512U}) {
+    std::string s(n, 'a');
+    ASSERT_TRUE(quotes.build(s.data(), n)) << n;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (const char c : {'\\', '\0', '\n', '\t', '\x1F', static_cast<char>(0x80), static_cast<char>(0xFF)}) {
+        s[i] = c;
+        EXPECT_FALSE(quotes.build(s.data(), n)) << "length " << n << ", byte " << int(static_cast<unsigned char>(c))
+                                                << " at " << i;
+      }
+      for (const char c : {' ', '\x7F', '"', '{', '}'}) {  // plain bytes
+        s[i] = c;
+        EXPECT_TRUE(quotes.build(s.data(), n)) << "length " << n << ", byte " << int(c) << " at " << i;
+      }
+      s[i] = 'a';
+    }
+  }
+  const std::string too_long(raw::quote_bitmap::kMaxBytes + 1, 'a');
+  EXPECT_FALSE(quotes.build(too_long.data(), too_long.size()));
+  EXPECT_FALSE(quotes.build(too_long.data(), 15));
+}
+#endif
