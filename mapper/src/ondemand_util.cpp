@@ -11,7 +11,7 @@
 
 namespace agenthost::mapper::detail {
 
-void reserve_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser, std::size_t needed) {
+void resize_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser, std::size_t needed) {
   if (capacity > kReleaseBufferAbove && needed < kReleaseBufferAbove / 4) {
     // A huge line grew the buffer and the parser's index: give that memory back.
     buffer.reset();

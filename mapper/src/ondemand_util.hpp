@@ -45,10 +45,16 @@ inline void clear_views(View&... views) noexcept {
 /// Above this size, the padded line buffer and the parser's index are released again once lines are small.
 inline constexpr std::size_t kReleaseBufferAbove = std::size_t{16} << 20;
 
+/// reserve_padded()'s work, out of line: it runs only when the buffer must change.
+void resize_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser, std::size_t needed);
+
 /// Grows `buffer` (of `capacity` bytes) to hold `needed` bytes, doubling from 4 KiB. After a huge line (a buffer above
 /// kReleaseBufferAbove) a line under a quarter of that gives the memory back, the parser's index included. Shared by
-/// every mapper's padded line buffer.
-void reserve_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser, std::size_t needed);
+/// every mapper's padded line buffer. Inline: nearly every line fits, and then this is two compares, not a call.
+inline void reserve_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::parser& parser,
+                           std::size_t needed) {
+  if (needed > capacity || capacity > kReleaseBufferAbove) resize_padded(buffer, capacity, parser, needed);
+}
 
 /// A mapper's padded copy of the current line (On-Demand reads SIMDJSON_PADDING bytes past the end) and the parser
 /// whose index belongs to it.

@@ -174,10 +174,6 @@ void pi_event_parser::forget_cumulative_text() noexcept {
   clear_kept(text_memo_text_, kMaxKept);
 }
 
-void pi_event_parser::reserve_buffer(std::size_t needed) {
-  reserve_padded(buffer_, capacity_, parser_, needed);
-}
-
 x_event& pi_event_parser::thread_event() {
   thread_local x_event ev;
   return ev;
@@ -189,8 +185,7 @@ error_code pi_event_parser::parse(std::string_view line) {
   if (!arena_.empty()) arena_.clear();
   deferred_partial_ = {};
   deferred_message_ = {};
-  const std::size_t needed = line.size() + simdjson::SIMDJSON_PADDING;
-  if (needed > capacity_ || capacity_ > kReleaseBufferAbove) reserve_buffer(needed);  // rarely: not a call per line
+  reserve_padded(buffer_, capacity_, parser_, line.size() + simdjson::SIMDJSON_PADDING);
   if (parse_fast(line)) return simdjson::SUCCESS;
   ev_->reset();  // the fast path gave up: whatever it set is discarded
 

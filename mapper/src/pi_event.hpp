@@ -187,7 +187,6 @@ class pi_event_parser {
   const char* fast_string(const char* p, const char* end, std::string_view& out);
   const char* fast_cumulative_text(const char* p, const char* end, std::string& text);
   void forget_cumulative_text() noexcept;
-  void reserve_buffer(std::size_t needed);
   [[nodiscard]] bool valid_utf8(const char* p, std::size_t n) const noexcept;
 
   simdjson::error_code parse_ondemand(std::size_t size);

@@ -62,7 +62,8 @@ namespace {
 }
 
 /// After a member's value: the next member's value (its key in `key`), or `end_of_object` set after '}'.
-[[gnu::always_inline]] inline const char* fast_next_member(const char* p, const char* end, std::string_view& key, bool& end_of_object) noexcept {
+[[gnu::always_inline]] inline const char* fast_next_member(const char* p, const char* end, std::string_view& key,
+                                                          bool& end_of_object) noexcept {
   p = raw::skip_ws(p, end);
   if (p >= end) return nullptr;
   if (*p == '}') {
@@ -298,8 +299,9 @@ bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
 #if defined(__SSE2__)
   raw::quote_bitmap quotes;
   if (line.back() == '}' && quotes.build(begin, line.size())) {
-    // A plain line: valid UTF-8, and with no byte below 0x20 the only whitespace is ' '. The last byte is a '}', not ' ', '"' or a scalar's: every scan
-    // below stops at it at the latest, so only a container skipped by skip_value() can reach the end.
+    // A plain line: valid UTF-8, and with no byte below 0x20 the only whitespace is ' '. Its last byte is a '}', not
+    // ' ', '"' or a scalar's: every scan below stops at it at the latest, so only a container skipped by skip_value()
+    // can reach the end.
     const char* const last = end - 1;
     const auto after_string = [&](const char* open) noexcept -> const char* {  // `open` is at a quote
       const std::size_t close = quotes.next_quote(static_cast<std::size_t>(open + 1 - begin));
