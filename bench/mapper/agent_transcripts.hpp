@@ -13,10 +13,12 @@
 //   opencode OpenCode 1.18.33 `run --format json --thinking`: many agent steps, each step_start, a whole reasoning
 //           part, a whole text part, a bash `tool_use` (printed once the tool ran: input, output, metadata) and
 //           step_finish with its tokens (~300-700 bytes per line; OpenCode prints parts whole, never deltas).
+//   unmapped  100-byte lines of a type pi's mapper does not map (fake_agent's `rate` lines): only checked.
 #pragma once
 
 #include "pi_transcripts.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -233,6 +235,29 @@ inline transcript make_opencode_steps(std::size_t events) {
                                       {"cache", {{"write", 0}, {"read", 0}}}}},
                           {"cost", 0}});
   }
+  return t;
+}
+
+/// Lines the pi mapper reads and does not map, as many agents print besides their answer (status, progress,
+/// heartbeats): fake_agent's `rate` lines, `{"type":"rate","i":N,"pad":"xxx…"}` of 99 bytes (100 with the newline),
+/// the content of the end-to-end scale benchmark's `synthetic` rows (bench/README.md#scale). They follow the session
+/// header of a short pi ≥ 0.84 run, whose answer and agent_end come after them: the run ends cleanly.
+inline transcript make_unmapped_lines(std::size_t lines) {
+  const transcript run = make_transcript(transcript_kind::delta, 100);
+  transcript t;
+  const auto keep = [&t](std::string s) {
+    t.bytes += s.size();
+    t.longest = std::max(t.longest, s.size());
+    s.reserve(s.size() + 64);
+    t.lines.push_back(std::move(s));
+  };
+  keep(run.lines.front());
+  for (std::size_t i = 0; i < lines; ++i) {
+    std::string s = R"({"type":"rate","i":)" + std::to_string(i) + R"(,"pad":")";
+    s.append(99 - s.size() - 2, 'x');
+    keep(s + R"("})");
+  }
+  for (std::size_t i = 1; i < run.lines.size(); ++i) keep(run.lines[i]);
   return t;
 }
 

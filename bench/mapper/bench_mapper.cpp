@@ -5,7 +5,8 @@
 // agentic session: thinking, text, streamed tool calls, cumulative tool output); agent_transcripts.hpp: `claude`
 // (Claude Code stream-json with partial messages, the `delta` answer), `codex` (1 M short `codex exec --json`
 // events), `gemini` (Gemini CLI stream-json, the `delta` answer), `opencode` (OpenCode `run --format json`: 200 k
-// events, whole parts in 40 k steps with a bash tool each).
+// events, whole parts in 40 k steps with a bash tool each), `unmapped` (1 M 100-byte lines of a type pi's mapper does
+// not map: only checked, as the scale benchmark's synthetic content; not an agent's transcript).
 // Benchmarks per transcript, run as repetitions in random interleaved order so that they share the machine's noise:
 //   Mapper             the agent's mapper, on_line for every line, its messages consumed after each line (the worst
 //                      case: every read of the agent's output holds one line)
@@ -21,11 +22,11 @@
 // Reported: MB/s (bytes without newlines / CPU time) and lines/s; then a summary table with the medians, Node's
 // readline + JSON.parse (node_baseline.mjs, run when `node` is on PATH) and the ratios the goals are stated in.
 //
-// Flags (before Google Benchmark's own): --kinds=snapshot,delta,tools,claude,codex,gemini,opencode  --no-node
+// Flags (before Google Benchmark's own): --kinds=snapshot,delta,tools,claude,codex,gemini,opencode,unmapped --no-node
 // --strict (exit 1 on a missed goal)
 // Environment: AGENTHOST_BENCH_ANSWER_CHARS (snapshot answer; delta uses 10×), AGENTHOST_BENCH_TOOL_TURNS,
-// AGENTHOST_BENCH_CODEX_EVENTS, AGENTHOST_BENCH_OPENCODE_EVENTS, AGENTHOST_BENCH_DUMP_DIR (write the transcripts there
-// as <kind>.jsonl).
+// AGENTHOST_BENCH_CODEX_EVENTS, AGENTHOST_BENCH_OPENCODE_EVENTS, AGENTHOST_BENCH_UNMAPPED_LINES,
+// AGENTHOST_BENCH_DUMP_DIR (write the transcripts there as <kind>.jsonl).
 #include "agent_transcripts.hpp"
 #include "pi_transcripts.hpp"
 
@@ -77,6 +78,7 @@ struct bench_kind {
   std::string name;
   std::function<transcript()> make;
   std::function<mapper_ptr(bool merge)> make_mapper;  // merge: merge_adjacent_text, as the providers set it
+  bool emits_messages = true;  // false: no MessagesOnly row (there is nothing to build)
 };
 
 std::size_t answer_chars() {
@@ -109,6 +111,10 @@ const std::vector<bench_kind>& all_kinds() {
        [](bool merge) {
          return std::make_unique<m::opencode_mapper>(m::opencode_mapper_options{.merge_adjacent_text = merge});
        }},
+      // Not an agent's transcript: the cost of a line that is only checked (the scale benchmark's synthetic content).
+      {"unmapped", [] { return b::make_unmapped_lines(env_size("AGENTHOST_BENCH_UNMAPPED_LINES", 1000000)); },
+       [](bool merge) { return std::make_unique<m::pi_mapper>(m::pi_mapper_options{.merge_adjacent_text = merge}); },
+       false},
   };
   return kinds;
 }
@@ -380,7 +386,7 @@ int main(int argc, char** argv) {
         const auto& all = all_kinds();
         const auto it = std::find_if(all.begin(), all.end(), [&](const bench_kind& b) { return b.name == k; });
         if (it == all.end()) {
-          std::fprintf(stderr, "unknown transcript kind '%s' (snapshot, delta, tools, claude, codex, gemini, opencode)\n",
+          std::fprintf(stderr, "unknown transcript kind '%s' (snapshot, delta, tools, claude, codex, gemini, opencode, unmapped)\n",
                        k.c_str());
           return 2;
         }
@@ -414,7 +420,7 @@ int main(int argc, char** argv) {
     add("SimdjsonParseOnly", run_simdjson, 0.5);
     add("NlohmannDom", run_nlohmann, 0.2);
     add("LineSplit", run_split, 0.2);
-    add("MessagesOnly", run_messages_only, 0.2);
+    if (k->emits_messages) add("MessagesOnly", run_messages_only, 0.2);
   }
 
   benchmark::Initialize(&n, args.data());
