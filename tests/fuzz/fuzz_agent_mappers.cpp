@@ -54,17 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t flags = in.byte();
   const auto end = make_end(in.byte());
   const std::string_view text = in.rest();
-  std::vector<std::unique_ptr<char[]>> owned;  // one exact-size allocation per line
-  std::vector<std::string_view> lines;
-  for (std::size_t pos = 0; pos < text.size();) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::size_t n = nl - pos;
-    owned.push_back(std::make_unique<char[]>(n == 0 ? 1 : n));
-    std::copy_n(text.data() + pos, n, owned.back().get());
-    lines.emplace_back(owned.back().get(), n);
-    pos = nl + 1;
-  }
+  std::vector<std::unique_ptr<char[]>> owned;
+  const std::vector<std::string_view> lines = owned_lines(text, owned);
   switch (agent % 4) {
     case 0:
       run<mapper::claude_mapper, mapper::claude_mapper_options>(

@@ -2,7 +2,8 @@
 //
 // Input layout: [options byte][end byte][lines separated by '\n']. A line that starts with 0x01 is handed to
 // on_oversize_line() (its rest is the head, its total length is made larger), as the process layer does for a line
-// above max_line_bytes. Properties checked for every input (mapper_checks.hpp):
+// above max_line_bytes. Each line is copied into its own allocation, so that a fast path reading past the end of a line
+// is an ASan error. Properties checked for every input (mapper_checks.hpp):
 //   * transport::check_run() holds on the whole output (one terminal, last; tool calls closed; session first; the
 //     field table);
 //   * finish() is idempotent and lines fed after it produce nothing;
@@ -17,14 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   agenthost::fuzz::byte_reader in(data, size);
   const auto options = agenthost::fuzz::make_options(in.byte());
   const auto end = agenthost::fuzz::make_end(in.byte());
-  const std::string_view text = in.rest();
-  std::vector<std::string_view> lines;
-  for (std::size_t pos = 0; pos < text.size();) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    lines.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  agenthost::fuzz::map_and_check(options, end, lines);
+  std::vector<std::unique_ptr<char[]>> owned;  // each line in its own allocation: see owned_lines()
+  agenthost::fuzz::map_and_check(options, end, agenthost::fuzz::owned_lines(in.rest(), owned));
   return 0;
 }

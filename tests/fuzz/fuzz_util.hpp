@@ -6,9 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace agenthost::fuzz {
 
@@ -52,6 +55,22 @@ inline bool strict() {
     return v != nullptr && v[0] == '1';
   }();
   return s;
+}
+
+/// The lines of `text` (split at '\n'), each copied into its own exact-size allocation kept in `owned`: a fast path
+/// that reads past the end of a line is then an ASan error, not a read of the next line.
+inline std::vector<std::string_view> owned_lines(std::string_view text, std::vector<std::unique_ptr<char[]>>& owned) {
+  std::vector<std::string_view> lines;
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::size_t n = nl - pos;
+    owned.push_back(std::make_unique<char[]>(n == 0 ? 1 : n));
+    std::copy_n(text.data() + pos, n, owned.back().get());
+    lines.emplace_back(owned.back().get(), n);
+    pos = nl + 1;
+  }
+  return lines;
 }
 
 inline std::string printable(std::string_view s, std::size_t max = 200) {
