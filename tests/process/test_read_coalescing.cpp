@@ -211,6 +211,9 @@ TEST_F(ReadCoalescingTest, OneReadAtATime) {
 }
 
 TEST_F(ReadCoalescingTest, CancellingAPendingReadLosesNoData) {
+  // Declared before the child: on a failed assertion a read bound to them may still be pending when the test ends, and
+  // the child's destructor completes it (a signal must outlive the operations bound to it).
+  asio::cancellation_signal old_sig, new_sig;
   auto c = spawn(options({"read-stdin"}));
   for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                     asio::cancellation_type::total}) {
@@ -226,14 +229,9 @@ TEST_F(ReadCoalescingTest, CancellingAPendingReadLosesNoData) {
     ASSERT_TRUE(run_until(io, [&] { return ec.has_value(); }));
     EXPECT_EQ(*ec, asio::error::operation_aborted);
   }
-  // The stream goes on: a line written now arrives whole.
-  bool written = false;
-  c.async_write_stdin(asio::buffer(std::string("hello\n")), [&](boost::system::error_code e, std::size_t) {
-    EXPECT_FALSE(e);
-    written = true;
-  });
-  // A read under a new slot; emitting the old signal of an earlier read again must not cancel it.
-  asio::cancellation_signal old_sig, new_sig;
+  // A read under a new slot; emitting the old signal of an earlier read again must not cancel it. Nothing is written
+  // to the child before the old read is aborted: its answer could otherwise complete that read first (seen under
+  // ThreadSanitizer on a loaded machine).
   std::optional<boost::system::error_code> stale;
   c.async_read_lines(asio::bind_cancellation_slot(old_sig.slot(), [&](boost::system::error_code e, line_batch) {
     stale = e;
@@ -248,6 +246,12 @@ TEST_F(ReadCoalescingTest, CancellingAPendingReadLosesNoData) {
     for (const auto& l : b) got.emplace_back(l.text);
   }));
   old_sig.emit(asio::cancellation_type::terminal);  // the old read is finished: nothing happens
+  // The stream goes on: a line written now arrives whole, to the read under the new slot.
+  bool written = false;
+  c.async_write_stdin(asio::buffer(std::string("hello\n")), [&](boost::system::error_code e, std::size_t) {
+    EXPECT_FALSE(e);
+    written = true;
+  });
   ASSERT_TRUE(run_until(io, [&] { return written && !got.empty(); }));
   EXPECT_EQ(got, std::vector<std::string>{"stdin: hello"});
   EXPECT_TRUE(c.running());
