@@ -18,7 +18,6 @@
 
 #include "pi_transcripts.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -243,21 +242,16 @@ inline transcript make_opencode_steps(std::size_t events) {
 /// the content of the end-to-end scale benchmark's `synthetic` rows (bench/README.md#scale). They follow the session
 /// header of a short pi ≥ 0.84 run, whose answer and agent_end come after them: the run ends cleanly.
 inline transcript make_unmapped_lines(std::size_t lines) {
+  using detail_transcripts::add_line;
   const transcript run = make_transcript(transcript_kind::delta, 100);
   transcript t;
-  const auto keep = [&t](std::string s) {
-    t.bytes += s.size();
-    t.longest = std::max(t.longest, s.size());
-    s.reserve(s.size() + 64);
-    t.lines.push_back(std::move(s));
-  };
-  keep(run.lines.front());
+  add_line(t, run.lines.front());
   for (std::size_t i = 0; i < lines; ++i) {
     std::string s = R"({"type":"rate","i":)" + std::to_string(i) + R"(,"pad":")";
     s.append(99 - s.size() - 2, 'x');
-    keep(s + R"("})");
+    add_line(t, s + R"("})");
   }
-  for (std::size_t i = 1; i < run.lines.size(); ++i) keep(run.lines[i]);
+  for (std::size_t i = 1; i < run.lines.size(); ++i) add_line(t, run.lines[i]);
   return t;
 }
 

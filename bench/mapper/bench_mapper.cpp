@@ -386,7 +386,9 @@ int main(int argc, char** argv) {
         const auto& all = all_kinds();
         const auto it = std::find_if(all.begin(), all.end(), [&](const bench_kind& b) { return b.name == k; });
         if (it == all.end()) {
-          std::fprintf(stderr, "unknown transcript kind '%s' (snapshot, delta, tools, claude, codex, gemini, opencode, unmapped)\n",
+          std::fprintf(stderr,
+                       "unknown transcript kind '%s' (snapshot, delta, tools, claude, codex, gemini, opencode, "
+                       "unmapped)\n",
                        k.c_str());
           return 2;
         }

@@ -74,13 +74,15 @@ inline json text_content(const std::string& text) {
   return content;
 }
 
-inline void add(transcript& t, const json& j) {
-  std::string s = j.dump();
+/// Appends one line (without '\n') and counts it, with the capacity the parse-only baselines' padding needs.
+inline void add_line(transcript& t, std::string s) {
   t.bytes += s.size();
   if (s.size() > t.longest) t.longest = s.size();
   s.reserve(s.size() + 64);
   t.lines.push_back(std::move(s));
 }
+
+inline void add(transcript& t, const json& j) { add_line(t, j.dump()); }
 
 inline json update(const json& event) {  // ≥ 0.84: usage first, then the event
   return {{"type", "message_update"}, {"usage", usage_json(0, 0)}, {"assistantMessageEvent", event}};
