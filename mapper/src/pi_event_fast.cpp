@@ -287,12 +287,39 @@ bool pi_event_parser::parse_fast_other(std::string_view line) {
   }
 }
 
-// A line whose `type` (its first member, ending before `p`) names an event the mapper does not map: parse_root skips
-// everything after `type`, so only the line's validity matters (strict here, a subset of what the On-Demand path
-// accepts). A short ASCII line without backslashes or control characters — the usual status or progress event — is
-// checked with a quote bitmap (raw::quote_bitmap: one pass over its bytes, then each string is a bit scan); any other
-// line member by member with scan_string().
+// A line whose `type` (its first member, ending before `p`) names an event the mapper does not map.
 bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
+  if (!unmapped_rest_valid(line, p)) return false;
+  ev_->kind = event_kind::unknown;
+  ev_->has_type = true;
+  ev_->type_members = 1;
+  return true;
+}
+
+bool pi_event_parser::skip_unmapped(std::string_view line) const noexcept {
+  static constexpr char kTypeKey[] = R"({"type":")";
+  static constexpr char kUpdate[] = R"({"type":"message_update")";  // the per-token event: told apart first
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  if (!raw::starts_with(begin, end, kTypeKey) || raw::starts_with(begin, end, kUpdate)) return false;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* type_begin = begin + sizeof kTypeKey - 1;
+  const char* p = raw::scan_string(type_begin - 1, end, body_end, escaped);
+  if (p == nullptr || escaped) return false;
+  if (classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin))) !=
+      event_kind::unknown) {
+    return false;
+  }
+  return unmapped_rest_valid(line, p);
+}
+
+// The members after `type` (ending before `p`) of a line whose type the mapper does not map, and the line's end:
+// parse_root skips everything after `type`, so only the line's validity matters (strict here, a subset of what the
+// On-Demand path accepts). A short ASCII line without backslashes or control characters — the usual status or
+// progress event — is checked with a quote bitmap (raw::quote_bitmap: one pass over its bytes, then each string is a
+// bit scan); any other line member by member with scan_string().
+bool pi_event_parser::unmapped_rest_valid(std::string_view line, const char* p) const noexcept {
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   std::string_view key;
@@ -340,11 +367,7 @@ bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
       if (p == nullptr) return false;
     }
   }
-  if (raw::skip_ws(p, end) != end) return false;
-  ev_->kind = event_kind::unknown;
-  ev_->has_type = true;
-  ev_->type_members = 1;
-  return true;
+  return raw::skip_ws(p, end) == end;
 }
 
 // Members of assistantMessageEvent (parse_update's rules); `p` is at the value of member `key`.

@@ -257,6 +257,10 @@ void pi_mapper::on_line(std::string_view line, std::vector<message>& out) {
   if (m.finish_called) return;
   // Blank lines carry nothing (and are not errors).
   if (detail::raw::is_blank(line)) return;
+  if (m.parser.skip_unmapped(line)) {  // apply() would do only this for it
+    m.saw_event = true;
+    return;
+  }
   try {
     if (m.parser.parse(line) != simdjson::SUCCESS) {
       m.record_invalid(line);

@@ -86,8 +86,11 @@ TEST(PiEvent, UnmappedLinesGetTheOnDemandVerdictWhicheverPathChecksThem) {
     // An exact-size copy: under ASan a read past the line's end is an error (a std::string has spare capacity).
     const auto exact = std::make_unique<char[]>(line.size());
     std::copy(line.begin(), line.end(), exact.get());
+    const bool skipped = parser.skip_unmapped(std::string_view(exact.get(), line.size()));
     const bool fast = parser.parse(std::string_view(exact.get(), line.size())) == simdjson::SUCCESS;
     const event_kind fast_kind = parser.event().kind;
+    // The mapper's lane for these lines (skip_unmapped, without parse()) takes exactly the valid unmapped ones here.
+    EXPECT_EQ(skipped, fast && fast_kind == event_kind::unknown) << line;
     std::string spaced = line;
     spaced.insert(1, " ");
     const bool on_demand = parser.parse(spaced) == simdjson::SUCCESS;
@@ -99,6 +102,30 @@ TEST(PiEvent, UnmappedLinesGetTheOnDemandVerdictWhicheverPathChecksThem) {
                                                                                        : event_kind::message_end);
     }
   }
+}
+
+// skip_unmapped() only answers for a line whose first member is `type` naming an unmapped event; it never parses, so
+// the last parse()'s event stays as it was.
+TEST(PiEvent, SkipUnmappedTakesOnlyUnmappedTypesAndLeavesTheEventAlone) {
+  agenthost::mapper::detail::pi_event_parser parser;
+  ASSERT_EQ(parser.parse(R"({"type":"turn_start"})"), simdjson::SUCCESS);
+  ASSERT_EQ(parser.event().kind, event_kind::turn_start);
+  EXPECT_TRUE(parser.skip_unmapped(R"({"type":"queue_update","steering":[],"followUp":[]})"));
+  EXPECT_TRUE(parser.skip_unmapped(R"({"type":"rate"})"));
+  EXPECT_EQ(parser.event().kind, event_kind::turn_start);
+  // Mapped types, whatever their members: parse() reads them.
+  EXPECT_FALSE(parser.skip_unmapped(R"({"type":"turn_start"})"));
+  EXPECT_FALSE(parser.skip_unmapped(R"({"type":"message_update","assistantMessageEvent":{"type":"start"}})"));
+  EXPECT_FALSE(parser.skip_unmapped(R"({"type":"tool_execution_update","toolCallId":"a"})"));
+  // Valid unmapped events that this check leaves to parse(): `type` not first, an escaped type, a space before it.
+  for (const std::string_view other : {R"({"i":1,"type":"rate"})", R"({"type":"r\u0061te"})", R"({ "type":"rate"})"}) {
+    EXPECT_FALSE(parser.skip_unmapped(other)) << other;
+    ASSERT_EQ(parser.parse(other), simdjson::SUCCESS) << other;
+    EXPECT_EQ(parser.event().kind, event_kind::unknown) << other;
+  }
+  // Not JSON, or not an object with a type: never skipped.
+  for (const std::string_view bad : {"", "{", R"({"type":)", R"({"type":"rate")", R"({"type":"rate"}{})", "[1]"})
+    EXPECT_FALSE(parser.skip_unmapped(bad)) << bad;
 }
 
 }  // namespace

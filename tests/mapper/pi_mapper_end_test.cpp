@@ -259,6 +259,11 @@ TEST(PiMapper, NonObjectsMissingTypesAndTrailingContentAreInvalid) {
   mapper.on_line(R"(  {"type":"thinking_level_changed","level":"high"}  )", out);
   EXPECT_EQ(mapper.stats().invalid_lines, 0u);
   EXPECT_TRUE(out.empty());
+  // Broken lines of such a type are still invalid lines (they are checked, only not parsed).
+  mapper.on_line(R"({"type":"queue_update","steering":[],"followUp":})", out);
+  mapper.on_line(R"({"type":"queue_update","steering":[]}})", out);
+  EXPECT_EQ(mapper.stats().invalid_lines, 2u);
+  EXPECT_TRUE(out.empty());
 }
 
 TEST(PiMapper, DeeplyNestedJsonDoesNotOverflowTheStack) {
