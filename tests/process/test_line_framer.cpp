@@ -107,8 +107,8 @@ TEST(LineFramer, ArbitraryChunkBoundariesGiveTheSameLines) {
   }
 }
 
-// Reads of many lines (the framer searches 64-byte blocks for their newlines) against a plain split of the whole
-// stream: newlines at every offset of a block, empty lines, runs of newlines, "\r\n" across block and read ends.
+// Reads of many lines (each read's newlines found one after another in the same buffer) against a plain split of the
+// whole stream: newlines at every offset of a vector block, empty lines, runs of newlines, "\r\n" across read ends.
 TEST(LineFramer, ReadsOfManyLinesGiveTheLinesOfAWholeSplit) {
   std::mt19937 rng(7);
   std::string stream;
