@@ -265,19 +265,35 @@ const char* pi_event_parser::fast_content_item(const char* p, const char* end, i
   return p;
 }
 
+namespace {
+
+constexpr char kTypeKey[] = R"({"type":")";  // an array, as kPrefix in parse_fast()
+constexpr std::size_t kTypeAt = sizeof kTypeKey - 1;
+
+/// A line beginning with `{"type":` and a string without escapes: the type's kind, and the position after the string
+/// (the fast paths read on from there). nullptr for any other line (the On-Demand path reads it).
+[[gnu::always_inline]] inline const char* leading_type(std::string_view line, event_kind& kind) noexcept {
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  if (!raw::starts_with(begin, end, kTypeKey)) return nullptr;
+  const char* body_end = nullptr;
+  bool escaped = false;
+  const char* const type_begin = begin + kTypeAt;
+  const char* const p = raw::scan_string(type_begin - 1, end, body_end, escaped);
+  if (p == nullptr || escaped) return nullptr;
+  kind = classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin)));
+  return p;
+}
+
+}  // namespace
+
 // A line that is not a message_update: `{"type":` and a string, then by that type either the tool-update fast path,
 // the ignored-line check below, or false (the On-Demand path reads the other mapped events).
 bool pi_event_parser::parse_fast_other(std::string_view line) {
-  static constexpr char kTypeKey[] = R"({"type":")";  // an array, as kPrefix in parse_fast()
-  const char* const begin = line.data();
-  const char* const end = begin + line.size();
-  if (!raw::starts_with(begin, end, kTypeKey)) return false;
-  const char* body_end = nullptr;
-  bool escaped = false;
-  const char* type_begin = begin + sizeof kTypeKey - 1;
-  const char* p = raw::scan_string(type_begin - 1, end, body_end, escaped);
-  if (p == nullptr || escaped) return false;
-  switch (classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin)))) {
+  event_kind kind = event_kind::unknown;
+  const char* const p = leading_type(line, kind);
+  if (p == nullptr) return false;
+  switch (kind) {
     case event_kind::unknown:
       return parse_fast_ignored(line, p);
     case event_kind::tool_execution_update:
@@ -297,23 +313,12 @@ bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
 }
 
 bool pi_event_parser::skip_unmapped(std::string_view line) const noexcept {
-  static constexpr char kTypeKey[] = R"({"type":")";
-  constexpr std::size_t kTypeAt = sizeof kTypeKey - 1;
-  const char* const begin = line.data();
-  const char* const end = begin + line.size();
   // A type beginning with 'm' goes to parse() at once: message_update, pi's per-token event, costs one byte test here
   // (message_start and message_end are mapped too; an unmapped type with an 'm' is only checked later, by parse()).
-  if (line.size() <= kTypeAt || begin[kTypeAt] == 'm' || !raw::starts_with(begin, end, kTypeKey)) return false;
-  const char* body_end = nullptr;
-  bool escaped = false;
-  const char* type_begin = begin + kTypeAt;
-  const char* p = raw::scan_string(type_begin - 1, end, body_end, escaped);
-  if (p == nullptr || escaped) return false;
-  if (classify_event(std::string_view(type_begin, static_cast<std::size_t>(body_end - type_begin))) !=
-      event_kind::unknown) {
-    return false;
-  }
-  return unmapped_rest_valid(line, p);
+  if (line.size() <= kTypeAt || line[kTypeAt] == 'm') return false;
+  event_kind kind = event_kind::unknown;
+  const char* const p = leading_type(line, kind);
+  return p != nullptr && kind == event_kind::unknown && unmapped_rest_valid(line, p);
 }
 
 // The members after `type` (ending before `p`) of a line whose type the mapper does not map, and the line's end:
