@@ -27,8 +27,10 @@ inline const simdjson::implementation* utf8_kernel() noexcept {
 
 /// Whether [p, p + n) is valid UTF-8, as `kernel` (utf8_kernel()) says. A short ASCII span — most agent lines — is
 /// checked inline: the kernel's call costs more than the check on a line of a few hundred bytes.
-inline bool valid_utf8(const simdjson::implementation& kernel, const char* p, std::size_t n) noexcept {
-  return (n <= 512 && raw::is_ascii(p, n)) || kernel.validate_utf8(p, n);
+/// `lo`: as raw::is_ascii's (a readable address at or before `p`), or nullptr.
+inline bool valid_utf8(const simdjson::implementation& kernel, const char* p, std::size_t n,
+                       const char* lo = nullptr) noexcept {
+  return (n <= 512 && raw::is_ascii(p, n, lo)) || kernel.validate_utf8(p, n);
 }
 
 /// Empties each of `views` with one 16-byte store. A chained `a = b = c = {}` reads every view back from the one

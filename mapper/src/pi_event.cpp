@@ -161,9 +161,9 @@ bool x_event::needs_snapshot() const noexcept {
   }
 }
 
-bool pi_event_parser::valid_utf8(const char* p, std::size_t n) const noexcept {
+bool pi_event_parser::valid_utf8(const char* p, std::size_t n, const char* lo) const noexcept {
   // Often a short ASCII span: the rest of a line after a memoized prefix.
-  return detail::valid_utf8(*utf8_, p, n);
+  return detail::valid_utf8(*utf8_, p, n, lo);
 }
 
 void pi_event_parser::forget_cumulative_text() noexcept {

@@ -190,10 +190,12 @@ class pi_event_parser {
   const char* fast_content_item(const char* p, const char* end, int depth, bool& first);
   const char* fast_update_members(const char* p, const char* end, std::string_view key, const char* line_begin,
                                   bool record_cut);
-  const char* fast_string(const char* p, const char* end, std::string_view& out);
+  /// `lo`: the line's start (see raw::scan_string), or nullptr.
+  const char* fast_string(const char* p, const char* end, std::string_view& out, const char* lo = nullptr);
   const char* fast_cumulative_text(const char* p, const char* end, std::string& text);
   void forget_cumulative_text() noexcept;
-  [[nodiscard]] bool valid_utf8(const char* p, std::size_t n) const noexcept;
+  /// `lo`: the line's start when [p, p + n) is a part of it (see raw::is_ascii), else nullptr.
+  [[nodiscard]] bool valid_utf8(const char* p, std::size_t n, const char* lo = nullptr) const noexcept;
 
   simdjson::error_code parse_ondemand(std::size_t size);
   simdjson::error_code parse_root(od::object root);

@@ -27,11 +27,11 @@ namespace agenthost::mapper::detail {
 // "assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":`): the scan state at that point is memoized
 // with its prefix, and a line that starts with the same bytes resumes there (one memcmp instead of a scan).
 
-const char* pi_event_parser::fast_string(const char* p, const char* end, std::string_view& out) {
+const char* pi_event_parser::fast_string(const char* p, const char* end, std::string_view& out, const char* lo) {
   if (p >= end || *p != '"') return nullptr;
   const char* body_end = nullptr;
   bool escaped = false;
-  const char* next = raw::scan_string(p, end, body_end, escaped);
+  const char* next = raw::scan_string(p, end, body_end, escaped, lo);
   if (next == nullptr) return nullptr;
   const std::string_view body(p + 1, static_cast<std::size_t>(body_end - (p + 1)));
   if (!escaped) {
@@ -395,7 +395,7 @@ const char* pi_event_parser::fast_update_members(const char* p, const char* end,
           ev.update_tool_name.empty() && !ev.has_tool_call && !ev.has_snapshot) {
         cut_ = {static_cast<std::size_t>(p - line_begin), ev.update, ev.content_index};
       }
-      p = fast_string(p, end, ev.delta);
+      p = fast_string(p, end, ev.delta, line_begin);
       ev.has_delta = true;
     } else if (key == "content") {
       p = fast_string(p, end, ev.content);
@@ -440,7 +440,7 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   const char* p = nullptr;
   if (resume) {
     // Same bytes as the memoized prefix (valid UTF-8 ending before an ASCII quote): validate only the rest.
-    if (!valid_utf8(begin + memo_prefix_.size(), line.size() - memo_prefix_.size())) return false;
+    if (!valid_utf8(begin + memo_prefix_.size(), line.size() - memo_prefix_.size(), begin)) return false;
     ev.has_update = true;
     ev.update = memo_.update;
     ev.content_index = memo_.content_index;

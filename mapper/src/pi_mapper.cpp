@@ -40,8 +40,7 @@ void pi_mapper::impl::emit(std::vector<message>& out, message_type type, json co
   out.push_back(message{type, std::move(content)});
 }
 
-void pi_mapper::impl::ensure_session(std::vector<message>& out) {
-  if (session_emitted) return;
+void pi_mapper::impl::emit_synthesized_session(std::vector<message>& out) {
   session_emitted = true;
   // pi printed no session header (RPC mode, an old or foreign build): report what is known.
   json c = {{"session_id", options.requested_session_id.value_or("")}, {"agent", options.agent},

@@ -264,7 +264,11 @@ struct pi_mapper::impl {
 
   // ---- emission (pi_mapper.cpp) -------------------------------------------------------------------------------------
   static void emit(std::vector<message>& out, message_type type, json content);
-  void ensure_session(std::vector<message>& out);
+  /// A synthesized session.started unless one was emitted (inline: every text delta asks).
+  void ensure_session(std::vector<message>& out) {
+    if (!session_emitted) emit_synthesized_session(out);
+  }
+  void emit_synthesized_session(std::vector<message>& out);
   void emit_text(std::vector<message>& out, std::string_view text);
   void emit_thought(std::vector<message>& out, std::string_view text);
   void status(std::vector<message>& out, std::string_view kind, std::string text, json extra = json::object());

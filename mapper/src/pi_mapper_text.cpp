@@ -107,6 +107,10 @@ void pi_mapper::impl::flush_replay_if_holding(std::vector<message>& out) {
 void pi_mapper::impl::append_text(std::vector<message>& out, std::size_t index, std::string_view chunk, bool snapshot) {
   if (chunk.empty()) return;
   blocks[index].text.append(chunk);
+  if (!replay_active && !retry_active) {  // neither filter is holding text back (nearly every delta)
+    emit_text(out, chunk);
+    return;
+  }
   emit_assistant_chunk(out, chunk, snapshot);
 }
 

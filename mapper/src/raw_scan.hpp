@@ -69,7 +69,12 @@ inline const char* find_string_special(const char* p, const char* end) noexcept 
 /// closed, a raw control character, a backslash before a control character). `body_end` is set to the closing quote;
 /// `escaped` is set when the body has a backslash. A backslash escapes the byte after it (as in simdjson's stage 1);
 /// the escape sequences themselves are checked only where a string is unescaped.
-inline const char* scan_string(const char* p, const char* end, const char*& body_end, bool& escaped) noexcept {
+///
+/// `lo`, when given, is the start of the line [p, end) lies in (readable up to `end`): a string that ends in the
+/// line's last 16 bytes is then found with one 16-byte load ending at `end` (overlapping bytes already scanned)
+/// instead of a byte loop — a delta line's text is a few bytes just before the line's `}}`.
+[[gnu::always_inline]] inline const char* scan_string(const char* p, const char* end, const char*& body_end,
+                                                      bool& escaped, const char* lo = nullptr) noexcept {
   ++p;  // opening quote
   escaped = false;
 #if defined(__SSE2__)
@@ -92,6 +97,22 @@ inline const char* scan_string(const char* p, const char* end, const char*& body
       mask &= ~(3U << i);  // the backslash and the byte it escapes
     }
     p += advance;
+  }
+  if (lo != nullptr && p < end && end - lo >= 16) {
+    // Bit i of the last 16 bytes' mask is end[i - 16]: shifted, bit k is p[k] (k < end - p).
+    unsigned mask = string_special_mask(end - 16) >> (16 - (end - p));
+    while (mask != 0) {
+      const auto i = static_cast<std::ptrdiff_t>(__builtin_ctz(mask));
+      if (p[i] == '"') {
+        body_end = p + i;
+        return p + i + 1;
+      }
+      if (p[i] != '\\') return nullptr;  // raw control character
+      if (end - (p + i) < 2 || static_cast<unsigned char>(p[i + 1]) < 0x20) return nullptr;
+      escaped = true;
+      mask &= ~(3U << i);  // the backslash and the byte it escapes
+    }
+    return nullptr;  // not closed before `end`
   }
 #endif
   while (p < end) {
@@ -184,8 +205,10 @@ inline const char* find_quote_or_backslash_padded(const char* p) noexcept {
 #endif
 }
 
-/// True when [p, p + n) has no byte >= 0x80 (then it is valid UTF-8).
-inline bool is_ascii(const char* p, std::size_t n) noexcept {
+/// True when [p, p + n) has no byte >= 0x80 (then it is valid UTF-8). `lo`, when given, is a readable address at or
+/// before `p` (the line's start): a span shorter than 16 bytes with 16 readable ones before its end is checked with
+/// one load ending at its end (the rest of a line after a memoized prefix is often a dozen bytes).
+inline bool is_ascii(const char* p, std::size_t n, const char* lo = nullptr) noexcept {
   const char* end = p + n;
 #if defined(__SSE2__)
   if (n >= 16) {
@@ -193,6 +216,11 @@ inline bool is_ascii(const char* p, std::size_t n) noexcept {
     __m128i acc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(end - 16));
     for (; end - p > 16; p += 16) acc = _mm_or_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm_movemask_epi8(acc) == 0;
+  }
+  if (lo != nullptr && end - lo >= 16) {
+    // Bit i is end[i - 16]; the bytes before `p` are shifted out.
+    const __m128i last = _mm_loadu_si128(reinterpret_cast<const __m128i*>(end - 16));
+    return (static_cast<unsigned>(_mm_movemask_epi8(last)) >> (16 - n)) == 0;
   }
 #endif
   unsigned char bits = 0;

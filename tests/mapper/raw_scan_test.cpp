@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace raw = agenthost::mapper::detail::raw;
 
@@ -143,6 +146,57 @@ TEST(RawScan, IsAsciiFindsANonAsciiByteAtEveryPositionOfEveryLength) {
         EXPECT_FALSE(raw::is_ascii(s.data(), n)) << "length " << n << ", byte at " << i;
         s[i] = 'a';
       }
+    }
+  }
+}
+
+TEST(RawScan, IsAsciiWithTheLineStartLooksOnlyAtItsSpan) {
+  // A span shorter than 16 bytes at the end of a line of at least 16 (the rest after pi's memoized prefix) is checked
+  // with one load ending at the line's end: bytes before the span, ASCII or not, must not change the answer. The line
+  // is allocated at its exact size (ASan: no read past its end or before its start).
+  for (std::size_t size = 16; size <= 34; ++size) {
+    for (std::size_t n = 0; n < 16; ++n) {
+      const std::size_t at = size - n;
+      for (const bool dirty_before : {false, true}) {
+        std::vector<char> line(size, 'a');
+        if (dirty_before) std::fill(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(at), '\xC3');
+        EXPECT_TRUE(raw::is_ascii(line.data() + at, n, line.data())) << size << " " << n;
+        for (std::size_t i = at; i < size; ++i) {
+          line[i] = static_cast<char>(0x80);
+          EXPECT_FALSE(raw::is_ascii(line.data() + at, n, line.data())) << size << " " << n << " at " << i;
+          line[i] = 'a';
+        }
+      }
+    }
+  }
+}
+
+TEST(RawScan, ScanStringWithTheLineStartAgreesWithTheByteLoop) {
+  // scan_string with `lo` finds a string ending in the line's last 16 bytes with one load ending at the line's end
+  // (bytes before the opening quote shifted out); without `lo` the same tail is read byte by byte. Both must agree on
+  // the end, the closing quote and `escaped`, for random bodies of quotes, backslashes, control and other bytes, with
+  // random bytes before the string. Exact-size allocations (ASan).
+  std::mt19937 random(20261203);
+  const char alphabet[] = {'a', 'b', '"', '\\', '\n', '\x01', '\x1f', ' ', '\x80', 'u'};
+  for (int round = 0; round < 20000; ++round) {
+    const std::size_t before = random() % 24;
+    const std::size_t body = random() % 20;
+    std::vector<char> line(before + 1 + body);
+    for (std::size_t i = 0; i < before; ++i) line[i] = alphabet[random() % sizeof alphabet];
+    line[before] = '"';
+    for (std::size_t i = before + 1; i < line.size(); ++i) line[i] = alphabet[random() % sizeof alphabet];
+    const char* end = line.data() + line.size();
+    const char* expected_body_end = nullptr;
+    const char* body_end = nullptr;
+    bool expected_escaped = false;
+    bool escaped = false;
+    const char* expected = raw::scan_string(line.data() + before, end, expected_body_end, expected_escaped);
+    const char* got = raw::scan_string(line.data() + before, end, body_end, escaped, line.data());
+    const std::string text(line.begin(), line.end());
+    ASSERT_EQ(got, expected) << text;
+    if (expected != nullptr) {
+      EXPECT_EQ(body_end, expected_body_end) << text;
+      EXPECT_EQ(escaped, expected_escaped) << text;
     }
   }
 }
