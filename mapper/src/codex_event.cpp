@@ -107,7 +107,7 @@ bool event_parser::parse_fast(std::string_view line) {
   auto member = [&](const auto& key_colon, std::string_view& out, std::string& buffer) {
     if (!consume(p, end, key_colon)) return false;
     if (p == end || *p != '"') return false;
-    p = scan_string_view(p, end, out, buffer);
+    p = scan_string_view(p, end, out, buffer, line.data());
     return p != nullptr;
   };
   // Filled in place: on failure the On-Demand path starts from a fresh event anyway.

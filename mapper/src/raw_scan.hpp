@@ -35,8 +35,10 @@ inline bool is_blank(std::string_view line) noexcept {
   return skip_ws(line.data(), line.data() + line.size()) == line.data() + line.size();
 }
 
-/// The first byte in [p, end) that is '"', '\\' or a control character (< 0x20), or `end`.
-inline const char* find_string_special(const char* p, const char* end) noexcept;
+/// The first byte in [p, end) that is '"', '\\' or a control character (< 0x20), or `end`. `lo`, when given, is the
+/// start of the line [p, end) lies in: fewer than 16 bytes before `end` are then read with one 16-byte load ending at
+/// `end` (as scan_string does) instead of a byte loop.
+inline const char* find_string_special(const char* p, const char* end, const char* lo = nullptr) noexcept;
 
 #if defined(__SSE2__)
 /// Bit i set when p[i] is '"', '\\' or a control character (< 0x20); p[0..16) must be readable.
@@ -49,12 +51,16 @@ inline unsigned string_special_mask(const char* p) noexcept {
 }
 #endif
 
-inline const char* find_string_special(const char* p, const char* end) noexcept {
+inline const char* find_string_special(const char* p, const char* end, const char* lo) noexcept {
 #if defined(__SSE2__)
   while (end - p >= 16) {
     const unsigned mask = string_special_mask(p);
     if (mask != 0) return p + __builtin_ctz(mask);
     p += 16;
+  }
+  if (lo != nullptr && p < end && end - lo >= 16) {
+    const unsigned mask = string_special_mask(end - 16) >> (16 - (end - p));  // bit k: p[k]
+    return mask != 0 ? p + __builtin_ctz(mask) : end;
   }
 #endif
   while (p < end) {

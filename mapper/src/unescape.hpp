@@ -40,10 +40,12 @@ const char* scan_string_view_rest(const char* p, const char* special, const char
 /// The same check, without a copy for a string that has no escape sequence: `out` is then a view of its body in the
 /// input; else `buffer` holds the unescaped text and `out` views it. Returns the position after the closing quote, or
 /// nullptr (`out` unchanged). The common case, a string without escapes, is inline: the fast paths read half a dozen
-/// short strings (ids) per line, where a call per string is a sizeable part of the cost.
-inline const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer) {
+/// short strings (ids) per line, where a call per string is a sizeable part of the cost. `lo`: the start of the line
+/// the string is in, or nullptr (see raw::find_string_special).
+inline const char* scan_string_view(const char* p, const char* end, std::string_view& out, std::string& buffer,
+                                    const char* lo = nullptr) {
   const char* const body = p + 1;
-  const char* const q = raw::find_string_special(body, end);
+  const char* const q = raw::find_string_special(body, end, lo);
   if (q != end && *q == '"') {
     out = std::string_view(body, static_cast<std::size_t>(q - body));
     return q + 1;

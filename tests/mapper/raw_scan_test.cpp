@@ -172,7 +172,7 @@ TEST(RawScan, IsAsciiWithTheLineStartLooksOnlyAtItsSpan) {
 }
 
 TEST(RawScan, ScanStringWithTheLineStartAgreesWithTheByteLoop) {
-  // scan_string with `lo` finds a string ending in the line's last 16 bytes with one load ending at the line's end
+  // scan_string (and find_string_special) with `lo` finds a string ending in the line's last 16 bytes with one load ending at the line's end
   // (bytes before the opening quote shifted out); without `lo` the same tail is read byte by byte. Both must agree on
   // the end, the closing quote and `escaped`, for random bodies of quotes, backslashes, control and other bytes, with
   // random bytes before the string. Exact-size allocations (ASan).
@@ -194,6 +194,8 @@ TEST(RawScan, ScanStringWithTheLineStartAgreesWithTheByteLoop) {
     const char* got = raw::scan_string(line.data() + before, end, body_end, escaped, line.data());
     const std::string text(line.begin(), line.end());
     ASSERT_EQ(got, expected) << text;
+    const char* body_begin = line.data() + before + 1;
+    EXPECT_EQ(raw::find_string_special(body_begin, end, line.data()), raw::find_string_special(body_begin, end)) << text;
     if (expected != nullptr) {
       EXPECT_EQ(body_end, expected_body_end) << text;
       EXPECT_EQ(escaped, expected_escaped) << text;
