@@ -161,11 +161,6 @@ bool x_event::needs_snapshot() const noexcept {
   }
 }
 
-bool pi_event_parser::valid_utf8(const char* p, std::size_t n, const char* lo) const noexcept {
-  // Often a short ASCII span: the rest of a line after a memoized prefix.
-  return detail::valid_utf8(*utf8_, p, n, lo);
-}
-
 void pi_event_parser::forget_cumulative_text() noexcept {
   // Buffers of an ordinary size are kept for the next tool's output (regrown from nothing, they were reallocated
   // about a dozen times per tool, copying cold memory each time); only a large one is given back.

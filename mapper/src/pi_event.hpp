@@ -195,7 +195,11 @@ class pi_event_parser {
   const char* fast_cumulative_text(const char* p, const char* end, std::string& text);
   void forget_cumulative_text() noexcept;
   /// `lo`: the line's start when [p, p + n) is a part of it (see raw::is_ascii), else nullptr.
-  [[nodiscard]] bool valid_utf8(const char* p, std::size_t n, const char* lo = nullptr) const noexcept;
+  /// Inline: often a short ASCII span (the rest of a line after a memoized prefix), where a call cost as much as the
+  /// check.
+  [[nodiscard]] bool valid_utf8(const char* p, std::size_t n, const char* lo = nullptr) const noexcept {
+    return detail::valid_utf8(*utf8_, p, n, lo);
+  }
 
   simdjson::error_code parse_ondemand(std::size_t size);
   simdjson::error_code parse_root(od::object root);
