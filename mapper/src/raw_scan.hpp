@@ -84,8 +84,17 @@ inline const char* find_string_special(const char* p, const char* end, const cha
   ++p;  // opening quote
   escaped = false;
 #if defined(__SSE2__)
-  while (end - p >= 16) {
-    unsigned mask = string_special_mask(p);
+  for (;;) {
+    const bool tail = end - p < 16;
+    unsigned mask = 0;
+    if (!tail) {
+      mask = string_special_mask(p);
+    } else if (lo != nullptr && p < end && end - lo >= 16) {
+      // Bit i of the last 16 bytes' mask is end[i - 16]: shifted, bit k is p[k] (k < end - p < 16).
+      mask = string_special_mask(end - 16) >> (16 - (end - p));
+    } else {
+      break;  // the byte loop below
+    }
     std::ptrdiff_t advance = 16;
     while (mask != 0) {
       const auto i = static_cast<std::ptrdiff_t>(__builtin_ctz(mask));
@@ -96,29 +105,14 @@ inline const char* find_string_special(const char* p, const char* end, const cha
       if (p[i] != '\\') return nullptr;  // raw control character
       if (end - (p + i) < 2 || static_cast<unsigned char>(p[i + 1]) < 0x20) return nullptr;
       escaped = true;
-      if (i == 15) {  // the escaped byte starts the next block
+      if (i == 15) {  // the escaped byte starts the next block (never in the tail: its bit 15 is clear)
         advance = 17;
         break;
       }
       mask &= ~(3U << i);  // the backslash and the byte it escapes
     }
+    if (tail) return nullptr;  // not closed before `end`
     p += advance;
-  }
-  if (lo != nullptr && p < end && end - lo >= 16) {
-    // Bit i of the last 16 bytes' mask is end[i - 16]: shifted, bit k is p[k] (k < end - p).
-    unsigned mask = string_special_mask(end - 16) >> (16 - (end - p));
-    while (mask != 0) {
-      const auto i = static_cast<std::ptrdiff_t>(__builtin_ctz(mask));
-      if (p[i] == '"') {
-        body_end = p + i;
-        return p + i + 1;
-      }
-      if (p[i] != '\\') return nullptr;  // raw control character
-      if (end - (p + i) < 2 || static_cast<unsigned char>(p[i + 1]) < 0x20) return nullptr;
-      escaped = true;
-      mask &= ~(3U << i);  // the backslash and the byte it escapes
-    }
-    return nullptr;  // not closed before `end`
   }
 #endif
   while (p < end) {
