@@ -2,7 +2,8 @@
 //
 // These functions accept a strict subset of JSON (RFC 8259 structure; scalars as runs of [0-9A-Za-z+-.]) and report
 // anything else as "not handled" (nullptr), never as an error: the caller then falls back to the simdjson On-Demand
-// path, which decides. They never read outside [p, end): the input is the caller's line, without padding.
+// path, which decides. They never read outside [p, end) — or [lo, end) for those that take the line's start `lo` —:
+// the input is the caller's line, without padding.
 #pragma once
 
 #include <bit>
