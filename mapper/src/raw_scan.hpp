@@ -50,6 +50,15 @@ inline unsigned string_special_mask(const char* p) noexcept {
       _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))), control);
   return static_cast<unsigned>(_mm_movemask_epi8(hit));
 }
+
+/// string_special_mask of [p, end), fewer than 16 bytes, when the line's start `lo` leaves 16 readable bytes before
+/// `end`: one load of the line's last 16 bytes, those before `p` shifted out (bit k is p[k], k < end - p). False (and
+/// `mask` unset) when `lo` is null, [p, end) is empty or the line is shorter than 16 bytes.
+inline bool string_special_mask_tail(const char* p, const char* end, const char* lo, unsigned& mask) noexcept {
+  if (lo == nullptr || p >= end || end - lo < 16) return false;
+  mask = string_special_mask(end - 16) >> (16 - (end - p));
+  return true;
+}
 #endif
 
 inline const char* find_string_special(const char* p, const char* end, const char* lo) noexcept {
@@ -59,10 +68,7 @@ inline const char* find_string_special(const char* p, const char* end, const cha
     if (mask != 0) return p + __builtin_ctz(mask);
     p += 16;
   }
-  if (lo != nullptr && p < end && end - lo >= 16) {
-    const unsigned mask = string_special_mask(end - 16) >> (16 - (end - p));  // bit k: p[k]
-    return mask != 0 ? p + __builtin_ctz(mask) : end;
-  }
+  if (unsigned mask = 0; string_special_mask_tail(p, end, lo, mask)) return mask != 0 ? p + __builtin_ctz(mask) : end;
 #endif
   while (p < end) {
     const auto c = static_cast<unsigned char>(*p);
@@ -90,10 +96,7 @@ inline const char* find_string_special(const char* p, const char* end, const cha
     unsigned mask = 0;
     if (!tail) {
       mask = string_special_mask(p);
-    } else if (lo != nullptr && p < end && end - lo >= 16) {
-      // Bit i of the last 16 bytes' mask is end[i - 16]: shifted, bit k is p[k] (k < end - p < 16).
-      mask = string_special_mask(end - 16) >> (16 - (end - p));
-    } else {
+    } else if (!string_special_mask_tail(p, end, lo, mask)) {
       break;  // the byte loop below
     }
     std::ptrdiff_t advance = 16;
