@@ -24,11 +24,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -139,6 +141,12 @@ struct child::impl : std::enable_shared_from_this<impl> {
   detail::handler_t<void(error_code, line_batch)> pending_read;
   std::uint64_t read_id = 0;  // tells a stale cancellation-slot handler from the current read's
   bool out_full = false;      // the last read filled the whole chunk: more is probably waiting
+  // A batched read is between batched_prepare and batched_complete: the poller owns the framer's prepared span.
+  bool batched_in_flight = false;
+  std::size_t batched_space = 0;  // the span's size (a read that fills it means more is waiting)
+  // Lines a batched read brought after its read was cancelled (by another child's handler of the same tick): the
+  // next read_lines delivers them at once.
+  bool held_lines = false;
   // stderr
   std::vector<char> err_buf;
   std::string err_tail;
@@ -216,8 +224,13 @@ struct child::impl : std::enable_shared_from_this<impl> {
   void on_coalesced_ready();
   // One read() per tick; a short read means the pipe is empty (no second read just to see EAGAIN). A read that fills
   // the chunk without completing a line (a long line) is followed by more: up to 16 now, then after a post.
-  void read_coalesced(bool from_initiation);
+  // `first`: the outcome of a read the poller already did into the span batched_prepare gave (bytes, 0 or -errno).
+  static constexpr long kNotRead = LONG_MIN;
+  void read_coalesced(bool from_initiation, long first = kNotRead);
   static void warm_read_state(const void* self) noexcept;
+  // The poller's batched read (poll_source::prepare_read / complete_read), on this child's executor.
+  static std::span<char> batched_prepare(void* self);
+  static void batched_complete(void* self, long result);
 
   // Makes `h`'s cancellation slot, when it has one, cancel the pending operations on `stream` (if the impl still
   // lives then). Defined in child_io.cpp, its only user.

@@ -49,7 +49,10 @@ void child::impl::adopt_stdout(unique_fd fd) {
                             if (auto self = w.lock()) self->on_coalesced_ready();
                           },
                           .warm = &impl::warm_read_state,
-                          .warm_arg = this});
+                          .warm_arg = this,
+                          .owner = weak_from_this(),
+                          .prepare_read = &impl::batched_prepare,
+                          .complete_read = &impl::batched_complete});
 }
 
 void child::impl::warm_read_state(const void* p) noexcept {
@@ -77,6 +80,10 @@ void child::impl::warm_read_state(const void* p) noexcept {
 
 void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
   if (reading) return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
+  if (held_lines) {  // read for the read before, which was cancelled meanwhile (see batched_complete)
+    held_lines = false;
+    return post_completion(std::move(h), ex, error_code{}, batch.view());
+  }
   batch.clear();
   if (out_eof || shut_down)
     return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
@@ -123,8 +130,9 @@ void child::impl::read_lines_coalesced(handler_t<void(error_code, line_batch)> h
     });
   }
   pending_read.swap(h);  // not operator=: Boost 1.81's move assignment wraps the handler in itself (endless recursion)
-  // Bulk output is not throttled by the tick: after a read that filled the chunk, read again at once.
-  if (out_full) return read_coalesced(true);
+  // Bulk output is not throttled by the tick: after a read that filled the chunk, read again at once. (Not while the
+  // poller reads into the framer: that read's completion serves this one.)
+  if (out_full && !batched_in_flight) return read_coalesced(true);
   poller->arm(coalesced);
 }
 
@@ -142,22 +150,60 @@ void child::impl::on_coalesced_ready() {
   read_coalesced(false);
 }
 
-void child::impl::read_coalesced(bool from_initiation) {
+std::span<char> child::impl::batched_prepare(void* p) {
+  auto* self = static_cast<impl*>(p);
+  if (!self->reading || !self->pending_read || self->shut_down) return {};
+  const auto space = self->framer.prepare(self->opts.read_chunk_bytes);
+  self->batched_in_flight = true;
+  self->batched_space = space.size();
+  return space;
+}
+
+void child::impl::batched_complete(void* p, long result) {
+  auto* self = static_cast<impl*>(p);
+  self->batched_in_flight = false;
+  if (self->shut_down) return;  // destroyed by an earlier handler of the tick: nobody will read
+  if (!self->reading || !self->pending_read) {
+    // Cancelled by an earlier handler of the tick, after the poller took these bytes out of the pipe: frame them now
+    // and hand the lines to the next read. (End of file and errors are left to the next read: a pipe reports them
+    // again.)
+    if (result > 0) {
+      self->framer.commit(static_cast<std::size_t>(result), [self](const line_view& l) { self->batch.push(l); });
+      self->out_full = static_cast<std::size_t>(result) == self->batched_space;
+      self->held_lines = !self->batch.empty();
+    }
+    return;
+  }
+  self->read_coalesced(false, result);
+}
+
+void child::impl::read_coalesced(bool from_initiation, long first) {
   for (int reads = 0; reads < 16;) {
-    auto space = framer.prepare(opts.read_chunk_bytes);
-    const ssize_t n = ::read(out_fd.get(), space.data(), space.size());
+    long n;
+    std::size_t space_size;
+    if (first != kNotRead) {  // the poller's batched read
+      n = first;
+      space_size = batched_space;
+      first = kNotRead;
+    } else {
+      const auto space = framer.prepare(opts.read_chunk_bytes);
+      space_size = space.size();
+      const ssize_t r = ::read(out_fd.get(), space.data(), space.size());
+      n = r < 0 ? -static_cast<long>(errno) : static_cast<long>(r);
+    }
     if (n > 0) {
       ++reads;
       framer.commit(static_cast<std::size_t>(n), [this](const line_view& l) { batch.push(l); });
-      out_full = static_cast<std::size_t>(n) == space.size();
+      out_full = static_cast<std::size_t>(n) == space_size;
       if (!batch.empty() || !out_full) break;
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
+    if (n == -EINTR) continue;
     out_full = false;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // nothing after all: wait for the next tick
+    if (n == -EAGAIN || n == -EWOULDBLOCK) break;  // nothing after all: wait for the next tick
     // EOF, or an error: exactly the normal path's handling (on_stdout posts).
-    const error_code ec = n == 0 ? error_code(asio::error::eof) : error_code(errno, boost::system::system_category());
+    const error_code ec = n == 0 ? error_code(asio::error::eof)
+                                 : error_code(static_cast<int>(-n), boost::system::system_category());
     return on_stdout(ec, 0, std::move(pending_read));
   }
   if (batch.empty()) {

@@ -9,6 +9,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <array>
 #include <atomic>
 #include <fstream>
 #include <memory>
@@ -314,6 +315,53 @@ TEST_F(ReadCoalescingTest, AHandlerThatDestroysTheOtherReadyChildrenOfItsTick) {
     }
   }
   stop(*children[*first]);
+}
+
+TEST_F(ReadCoalescingTest, AHandlerThatCancelsTheOtherReadsOfItsTickLosesNoLine) {
+  // As above, but the first handler cancels the other three reads. With the children on the tick's own thread the
+  // poller reads every ready pipe of the tick in one batch before the first handler runs: what it read for a read
+  // cancelled since must come with that child's next read, not be dropped with the aborted one.
+  std::array<asio::cancellation_signal, 4> sigs;  // before the children: they must outlive the reads bound to them
+  std::vector<std::unique_ptr<child>> children;
+  for (int i = 0; i < 4; ++i)
+    children.push_back(std::make_unique<child>(spawn(options({"stdout", "ready", "never-exit"}, 200ms))));
+  std::vector<std::optional<boost::system::error_code>> results(children.size());
+  std::optional<std::size_t> first;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    children[i]->async_read_lines(
+        asio::bind_cancellation_slot(sigs[i].slot(), [&, i](boost::system::error_code ec, line_batch b) {
+          results[i] = ec;
+          if (first) {
+            EXPECT_TRUE(b.empty()) << "child " << i << "'s read was cancelled, yet it completed with lines";
+            return;
+          }
+          first = i;
+          EXPECT_FALSE(ec);
+          ASSERT_FALSE(b.empty());
+          EXPECT_EQ(b.front().text, "ready");
+          for (std::size_t k = 0; k < children.size(); ++k) {
+            if (k != i) sigs[k].emit(asio::cancellation_type::terminal);
+          }
+        }));
+  }
+  ASSERT_TRUE(run_until(io, [&] {
+    return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
+  }, 20s));
+  ASSERT_TRUE(first.has_value());
+  for (std::size_t k = 0; k < children.size(); ++k) {
+    if (k == *first) continue;
+    EXPECT_EQ(*results[k], asio::error::operation_aborted) << k;
+    // The next read gets the line: from the pipe, or (read by the tick's batch) from the child.
+    std::vector<std::string> got;
+    children[k]->async_read_lines([&](boost::system::error_code ec, line_batch b) {
+      EXPECT_FALSE(ec) << k;
+      for (const auto& l : b) got.emplace_back(l.text);
+      if (got.empty()) got.emplace_back("<nothing>");
+    });
+    ASSERT_TRUE(run_until(io, [&] { return !got.empty(); }, 20s)) << k;
+    EXPECT_EQ(got, std::vector<std::string>{"ready"}) << k;
+  }
+  for (auto& c : children) stop(*c);
 }
 
 TEST_F(ReadCoalescingTest, ManyChildrenOneContextAndAConsumerThatDoesNotRead) {

@@ -118,7 +118,38 @@ void read_poller::on_tick() {
     start_timer_locked(std::max(deadline_ + interval, now));
   }
   // Outside the mutex: on_ready arms again (and may complete a user handler that spawns, destroys or reads).
-  // Inline when this thread already runs the child's executor (the one-thread io_context case).
+  // The children this thread runs (the one-thread io_context case) are read here, all in one batch: every
+  // prepare_read before the batch, no user code in between, so every pipe is still open and every buffer alive
+  // when it is read. The others are dispatched to their executors and read there, as before.
+  std::size_t others = 0;
+  for (auto& r : ready) {
+    if (r->prepare_read != nullptr && runs_in_this_thread(r->executor)) {
+      std::shared_ptr<void> owner = r->owner.lock();
+      if (!owner) continue;  // destroyed since it armed: nothing waits
+      const std::span<char> space = r->prepare_read(owner.get());
+      if (space.empty()) continue;  // cancelled since it armed
+      batch_.add(r->fd, space);
+      batched_.push_back({std::move(r), std::move(owner)});
+    } else {
+      ready[others++] = std::move(r);
+    }
+  }
+  ready.resize(others);
+  if (!batched_.empty()) {
+    // Cleared however this ends (a user handler may throw out of run()): no owner is kept to a later tick.
+    struct clear_on_exit {
+      std::vector<batched>& v;
+      ~clear_on_exit() { v.clear(); }
+    } guard{batched_};
+    batch_.run();
+    const std::span<const long> results = batch_.results();
+    for (std::size_t i = 0; i < batched_.size(); ++i) {
+      if (i + 1 < batched_.size() && batched_[i + 1].source->warm != nullptr)
+        batched_[i + 1].source->warm(batched_[i + 1].source->warm_arg);
+      batched_[i].source->complete_read(batched_[i].owner.get(), results[i]);
+    }
+    // The owners are released by the guard only now: a completion may have destroyed their children.
+  }
   for (std::size_t i = 0; i < ready.size(); ++i) {
     if (i + 1 < ready.size() && ready[i + 1]->warm != nullptr) ready[i + 1]->warm(ready[i + 1]->warm_arg);
     auto& r = ready[i];

@@ -6,7 +6,9 @@
 // not a read is pending. A coalescing child keeps its stdout out of the reactor altogether; this poller ticks at the
 // coalescing interval, only while at least one such child has a read pending, does one poll() over those pipes and
 // hands each ready one to its child (on the child's executor), which read()s it once. A tick then costs one timer
-// wake-up, one poll() and one read() per agent with output, whatever the number of writes in between.
+// wake-up, one poll() and one read() per agent with output, whatever the number of writes in between — and when the
+// children run on the tick's own thread (one io_context thread, no strands), the poller reads their pipes itself, all
+// of them in one system call (linux/read_batch.hpp: io_uring, else one read() each).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -15,11 +17,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "../linux/read_batch.hpp"
+
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -28,10 +33,16 @@ namespace agenthost::process::detail {
 // Runs `f` now when `ex` is an io_context executor and this thread runs that io_context; otherwise dispatches it.
 // asio::dispatch would also run it inline then, but through a type-erased executor (any_io_executor,
 // any_completion_executor) it first wraps `f` in an allocated executor_function: twice per read of every agent.
+// True when `ex` is an io_context executor (not a strand) and this thread runs that io_context.
+template <class Executor>
+bool runs_in_this_thread(const Executor& ex) {
+  const auto* io = ex.template target<boost::asio::io_context::executor_type>();
+  return io != nullptr && io->running_in_this_thread();
+}
+
 template <class Executor, class F>
 void run_here_or_dispatch(const Executor& ex, F&& f) {
-  if (const auto* io = ex.template target<boost::asio::io_context::executor_type>();
-      io != nullptr && io->running_in_this_thread()) {
+  if (runs_in_this_thread(ex)) {
     std::forward<F>(f)();
     return;
   }
@@ -54,6 +65,16 @@ struct poll_source {
   /// from addresses alone: the owner may have been destroyed by the current source's handler.
   void (*warm)(const void* warm_arg) noexcept = nullptr;
   const void* warm_arg = nullptr;
+  /// Optional, the batched read: when `prepare_read` and `complete_read` are set and the tick runs on a thread that
+  /// runs `executor` (an io_context executor, not a strand), the poller reads the pipe itself, with the tick's other
+  /// ready pipes in one system call, instead of dispatching on_ready. `owner` is locked from prepare_read to
+  /// complete_read: a completion runs user handlers, which may destroy any child.
+  std::weak_ptr<void> owner;
+  /// Where to read (no system call, no user code), or an empty span when the owner no longer waits (nothing is read).
+  std::span<char> (*prepare_read)(void* owner) = nullptr;
+  /// read()'s outcome for a non-empty prepare_read: bytes read, 0 at EOF or -errno. Called even when the owner's read
+  /// was cancelled since (by an earlier completion of the same tick): the bytes are out of the pipe, and must be kept.
+  void (*complete_read)(void* owner, long result) = nullptr;
   /// In the poller's armed set (guarded by the poller's mutex): arm() is O(1), not a search of every armed pipe.
   bool armed = false;
 };
@@ -86,6 +107,13 @@ class read_poller final : public boost::asio::execution_context::service {
   std::optional<boost::asio::steady_timer> timer_;
   std::chrono::steady_clock::time_point deadline_{};
   std::chrono::nanoseconds tick_interval_{};  // the interval the running tick was scheduled with
+  // The tick's batched reads (used by on_tick only, which never runs twice at once: one timer).
+  struct batched {
+    std::shared_ptr<poll_source> source;
+    std::shared_ptr<void> owner;
+  };
+  read_batch batch_;
+  std::vector<batched> batched_;
   bool ticking_ = false;
   bool shut_down_ = false;
 };
