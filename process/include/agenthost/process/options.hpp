@@ -76,6 +76,9 @@ struct spawn_options {
   /// interval instead of once per agent write — e.g. 100 agents writing every millisecond: ~100,000 wake-ups/s off,
   /// 1/interval on. Children sharing a context are polled at the shortest interval among them. A read that fills the
   /// whole read chunk is followed at once by the next read, so bulk output is not throttled. stderr is unaffected.
+  /// Children whose executor is the io_context's own (no strand), when it runs on one thread, are read by the poller
+  /// itself: every ready pipe of a tick in one system call on Linux (io_uring; one read() each where the kernel or a
+  /// seccomp profile forbids io_uring, or when the environment sets AGENTHOST_IO_URING=0).
   std::chrono::microseconds read_coalescing{0};
   /// How much of stderr's end is kept (stderr is drained continuously, whatever its volume). Default: 64 KiB.
   std::size_t stderr_tail_bytes = std::size_t{64} << 10;
