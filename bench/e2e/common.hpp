@@ -73,6 +73,8 @@ struct config {
   bool scale_plain_rows = true;  // off: only the coalescing rows (for profiling them)
   bool scale_no_mapper_row = true;  // also the largest K without the mapper (the process layer's share)
   bool scale_bare_row = true;  // also the largest K read by a bare poll()+read() loop, no library (the floor)
+  // also the largest K's coalescing rows with AGENTHOST_IO_URING=0: the poller's one read() per ready pipe
+  bool scale_read_each_row = true;
   std::vector<std::string> scale_content = {"synthetic", "pi-delta", "pi-snapshot"};  // what each agent streams
   std::uint64_t latency_lines = 4000;
   std::uint64_t latency_interval_us = 500;

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -494,7 +495,10 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
           "out of the reactor; one poll() over all pending pipes per tick). Rows `bare poll() + read() every T ms, no "
           "library` (largest agent count, after each coalescing setting's rows): the floor under any host at this load "
           "— the same agents from plain posix_spawn, one thread that every T ms polls all pipes and reads each ready "
-          "one once into one shared buffer, counting newlines with memchr; no per-agent state, no consumer.");
+          "one once into one shared buffer, counting newlines with memchr; no per-agent state, no consumer. "
+          "Coalescing rows read the tick's ready pipes in one io_uring call where the kernel allows it; rows marked "
+          "`read() each` (largest agent count, right after the row they repeat) run with AGENTHOST_IO_URING=0: one "
+          "read() per ready pipe, the poller's fallback.");
   rep.add("");
   rep.add("| content | agents | loop | spawn all | MB/s in | lines/s in | messages/s out | host CPU (% of one core) | "
           "CPU per agent | p50 delay | p99 delay | p99.9 | max | lines received | verdict |");
@@ -504,6 +508,7 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
     bool map;
     int coalesce = 0;
     bool bare = false;  // scale_bare(): the floor, no library
+    bool read_each = false;  // AGENTHOST_IO_URING=0: the poller's fallback, one read() per ready pipe
   };
   for (const auto& content : contents) {
     const bool synthetic = content.file.empty();
@@ -523,13 +528,16 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
       for (int c : cfg.scale_coalesce_ms) {
         if (c <= 0) continue;
         for (int k : cfg.agents) runs.push_back({k, 0, true, c});
+        if (cfg.scale_read_each_row) runs.push_back({cfg.agents.back(), 0, true, c, false, true});
         if (cfg.scale_no_mapper_row) runs.push_back({cfg.agents.back(), 0, false, c});
+        if (cfg.scale_no_mapper_row && cfg.scale_read_each_row)
+          runs.push_back({cfg.agents.back(), 0, false, c, false, true});
         if (cfg.scale_bare_row) runs.push_back({cfg.agents.back(), 0, false, c, true});
       }
     }
     bool library_met = false;  // some run() row (coalescing or not) at 100 agents meets both targets
     bool library_rows = false;
-    for (const auto& [k, tick, map, coalesce, bare] : runs) {
+    for (const auto& [k, tick, map, coalesce, bare, read_each] : runs) {
       if (g_interrupted != 0) break;
       if (bare) {
         const scale_row r = scale_bare(content, k, cfg.scale_seconds, coalesce);
@@ -543,7 +551,18 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
                 " | (floor) |");
         continue;
       }
-      const scale_row r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
+      scale_row r;
+      if (read_each) {
+        // Read when each row's io_context starts its poller: the rows before and after keep the caller's setting.
+        const char* const before = std::getenv("AGENTHOST_IO_URING");
+        const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+        ::setenv("AGENTHOST_IO_URING", "0", 1);
+        r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
+        if (saved) ::setenv("AGENTHOST_IO_URING", saved->c_str(), 1);
+        else ::unsetenv("AGENTHOST_IO_URING");
+      } else {
+        r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
+      }
       std::string verdict = "–";
       if (k == 100 && map) {
         const bool cpu_ok = r.cpu_percent <= 10 && r.window_seconds > 0;
@@ -557,7 +576,8 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
       }
       rep.add("| " + content.name + " | " + std::to_string(k) + " | " +
               (tick > 0 ? "tick " + std::to_string(tick) + " ms" : "run()") +
-              (coalesce > 0 ? ", coalesce " + std::to_string(coalesce) + " ms" : "") + (map ? "" : ", no mapper") +
+              (coalesce > 0 ? ", coalesce " + std::to_string(coalesce) + " ms" : "") +
+              (read_each ? ", read() each" : "") + (map ? "" : ", no mapper") +
               " | " + fmt(r.spawn_seconds * 1e3) + " ms | " + fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | " +
               (map ? fmt(static_cast<double>(r.messages) / cfg.scale_seconds) : "–") + " | " +
               (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +

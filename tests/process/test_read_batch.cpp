@@ -135,6 +135,40 @@ TEST(ReadBatch, ABadDescriptorFailsItsEntryOnly) {
   }
 }
 
+TEST(ReadBatch, AFileTheRingCannotReadWithoutBlockingIsReadPlainlyAndTheRingGivenUp) {
+  // A /proc file has no non-blocking read: io_uring answers RWF_NOWAIT with -EOPNOTSUPP (as an old kernel answers an
+  // unknown opcode with -EINVAL). The batch reads that entry with read() and gives the ring up for good.
+  if (!kernel_allows_io_uring()) GTEST_SKIP() << "io_uring_setup fails here: plain reads only";
+  read_batch batch;
+  pipe_pair a, b;
+  a.write_all("a\n");
+  b.write_all("bb\n");
+  const int proc = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(proc, 0);
+  std::string ba(16, '\0'), bp(4096, '\0'), bb(16, '\0');
+  batch.add(a.r, {ba.data(), ba.size()});
+  batch.add(proc, {bp.data(), bp.size()});
+  batch.add(b.r, {bb.data(), bb.size()});
+  batch.run();
+  ::close(proc);
+  const auto r = batch.results();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0], 2);
+  EXPECT_EQ(ba.substr(0, 2), "a\n");
+  ASSERT_GT(r[1], 0) << "the /proc file was not read: " << r[1];
+  EXPECT_EQ(bp.substr(0, std::to_string(::getpid()).size() + 1), std::to_string(::getpid()) + " ");
+  EXPECT_EQ(r[2], 3);
+  EXPECT_EQ(bb.substr(0, 3), "bb\n");
+  EXPECT_FALSE(batch.uses_io_uring());
+  // And it goes on, one read() each.
+  a.write_all("again\n");
+  batch.add(a.r, {ba.data(), ba.size()});
+  batch.add(b.r, {bb.data(), bb.size()});
+  batch.run();
+  EXPECT_EQ(batch.results()[0], 6);
+  EXPECT_EQ(batch.results()[1], -EAGAIN);
+}
+
 TEST(ReadBatch, UsesTheRingWhereTheKernelAllowsItUnlessTheEnvironmentSaysNo) {
   if (!kernel_allows_io_uring()) GTEST_SKIP() << "io_uring_setup fails here (errno " << errno << "): plain reads only";
   const auto run_two = [](read_batch& batch) {
