@@ -104,6 +104,42 @@ class ReadCoalescingTest : public ::testing::Test {
     return path;
   }
 
+  // Four children, each with a line ready, one read each, started by `start_read(i, handler)`; a long tick makes it all
+  // but certain that one tick sees every pipe ready. The first handler to run checks its line and calls
+  // `act_on_other(k)` for each of the other three, whose reads must then complete without lines. Returns that first
+  // child's index (nullopt when the reads did not all complete); `results` gets every read's outcome.
+  template <class StartRead, class ActOnOther>
+  std::optional<std::size_t> first_handler_acts_on_the_others(
+      std::vector<std::unique_ptr<child>>& children, std::vector<std::optional<boost::system::error_code>>& results,
+      StartRead start_read, ActOnOther act_on_other) {
+    for (int i = 0; i < 4; ++i)
+      children.push_back(std::make_unique<child>(spawn(options({"stdout", "ready", "never-exit"}, 200ms))));
+    results.assign(children.size(), std::nullopt);
+    // Shared with the handlers: on a failed wait, some may still run after this returns (when the test ends).
+    auto first = std::make_shared<std::optional<std::size_t>>();
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      start_read(i, [&results, &children, act_on_other, first, i](boost::system::error_code ec, line_batch b) {
+        results[i] = ec;
+        if (*first) {
+          EXPECT_TRUE(b.empty()) << "child " << i << ": its read completed with lines after the first handler";
+          return;
+        }
+        *first = i;
+        EXPECT_FALSE(ec);
+        ASSERT_FALSE(b.empty());
+        EXPECT_EQ(b.front().text, "ready");
+        for (std::size_t k = 0; k < children.size(); ++k) {
+          if (k != i) act_on_other(k);
+        }
+      });
+    }
+    if (!run_until(io, [&] {
+          return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
+        }, 20s))
+      return std::nullopt;
+    return *first;
+  }
+
   asio::io_context io;
   std::string token = random_token();
   std::string dir;
@@ -285,29 +321,10 @@ TEST_F(ReadCoalescingTest, AHandlerThatDestroysTheOtherReadyChildrenOfItsTick) {
   // ahead at the next one, see poll_source::warm) and must neither touch the destroyed children nor complete their
   // reads with data. Under ASan a read of a destroyed child fails here.
   std::vector<std::unique_ptr<child>> children;
-  for (int i = 0; i < 4; ++i)
-    children.push_back(std::make_unique<child>(spawn(options({"stdout", "ready", "never-exit"}, 200ms))));
-  std::vector<std::optional<boost::system::error_code>> results(children.size());
-  std::optional<std::size_t> first;
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    children[i]->async_read_lines([&, i](boost::system::error_code ec, line_batch b) {
-      results[i] = ec;
-      if (first) {
-        EXPECT_TRUE(b.empty()) << "child " << i << " was destroyed, yet its read completed with lines";
-        return;
-      }
-      first = i;
-      EXPECT_FALSE(ec);
-      ASSERT_FALSE(b.empty());
-      EXPECT_EQ(b.front().text, "ready");
-      for (std::size_t k = 0; k < children.size(); ++k) {
-        if (k != i) children[k].reset();  // kills the tree synchronously
-      }
-    });
-  }
-  ASSERT_TRUE(run_until(io, [&] {
-    return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
-  }, 20s));
+  std::vector<std::optional<boost::system::error_code>> results;
+  const auto first = first_handler_acts_on_the_others(
+      children, results, [&](std::size_t i, auto handler) { children[i]->async_read_lines(std::move(handler)); },
+      [&](std::size_t k) { children[k].reset(); });  // kills the tree synchronously
   ASSERT_TRUE(first.has_value());
   for (std::size_t k = 0; k < results.size(); ++k) {
     if (k != *first) {
@@ -323,30 +340,13 @@ TEST_F(ReadCoalescingTest, AHandlerThatCancelsTheOtherReadsOfItsTickLosesNoLine)
   // cancelled since must come with that child's next read, not be dropped with the aborted one.
   std::array<asio::cancellation_signal, 4> sigs;  // before the children: they must outlive the reads bound to them
   std::vector<std::unique_ptr<child>> children;
-  for (int i = 0; i < 4; ++i)
-    children.push_back(std::make_unique<child>(spawn(options({"stdout", "ready", "never-exit"}, 200ms))));
-  std::vector<std::optional<boost::system::error_code>> results(children.size());
-  std::optional<std::size_t> first;
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    children[i]->async_read_lines(
-        asio::bind_cancellation_slot(sigs[i].slot(), [&, i](boost::system::error_code ec, line_batch b) {
-          results[i] = ec;
-          if (first) {
-            EXPECT_TRUE(b.empty()) << "child " << i << "'s read was cancelled, yet it completed with lines";
-            return;
-          }
-          first = i;
-          EXPECT_FALSE(ec);
-          ASSERT_FALSE(b.empty());
-          EXPECT_EQ(b.front().text, "ready");
-          for (std::size_t k = 0; k < children.size(); ++k) {
-            if (k != i) sigs[k].emit(asio::cancellation_type::terminal);
-          }
-        }));
-  }
-  ASSERT_TRUE(run_until(io, [&] {
-    return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
-  }, 20s));
+  std::vector<std::optional<boost::system::error_code>> results;
+  const auto first = first_handler_acts_on_the_others(
+      children, results,
+      [&](std::size_t i, auto handler) {
+        children[i]->async_read_lines(asio::bind_cancellation_slot(sigs[i].slot(), std::move(handler)));
+      },
+      [&](std::size_t k) { sigs[k].emit(asio::cancellation_type::terminal); });
   ASSERT_TRUE(first.has_value());
   for (std::size_t k = 0; k < children.size(); ++k) {
     if (k == *first) continue;
