@@ -228,6 +228,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   static constexpr long kNotRead = LONG_MIN;
   void read_coalesced(bool from_initiation, long first = kNotRead);
   static void warm_read_state(const void* self) noexcept;
+  // `n` bytes were read into a prepared span of `space_size`: frames them into `batch`, notes whether it was full.
+  void frame_read(std::size_t n, std::size_t space_size);
   // The poller's batched read (poll_source::prepare_read / complete_read), on this child's executor.
   static std::span<char> batched_prepare(void* self);
   static void batched_complete(void* self, long result);

@@ -150,6 +150,11 @@ void child::impl::on_coalesced_ready() {
   read_coalesced(false);
 }
 
+void child::impl::frame_read(std::size_t n, std::size_t space_size) {
+  framer.commit(n, [this](const line_view& l) { batch.push(l); });
+  out_full = n == space_size;
+}
+
 std::span<char> child::impl::batched_prepare(void* p) {
   auto* self = static_cast<impl*>(p);
   if (!self->reading || !self->pending_read || self->shut_down) return {};
@@ -168,8 +173,7 @@ void child::impl::batched_complete(void* p, long result) {
     // and hand the lines to the next read. (End of file and errors are left to the next read: a pipe reports them
     // again.)
     if (result > 0) {
-      self->framer.commit(static_cast<std::size_t>(result), [self](const line_view& l) { self->batch.push(l); });
-      self->out_full = static_cast<std::size_t>(result) == self->batched_space;
+      self->frame_read(static_cast<std::size_t>(result), self->batched_space);
       self->held_lines = !self->batch.empty();
     }
     return;
@@ -193,8 +197,7 @@ void child::impl::read_coalesced(bool from_initiation, long first) {
     }
     if (n > 0) {
       ++reads;
-      framer.commit(static_cast<std::size_t>(n), [this](const line_view& l) { batch.push(l); });
-      out_full = static_cast<std::size_t>(n) == space_size;
+      frame_read(static_cast<std::size_t>(n), space_size);
       if (!batch.empty() || !out_full) break;
       continue;
     }

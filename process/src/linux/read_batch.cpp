@@ -183,19 +183,17 @@ void read_batch::run() {
       std::atomic_ref<unsigned>(*r.cq_head).store(head, std::memory_order_release);
       if (ring_failed) break;
     }
-    if (ring_failed) {
-      if (completed < count) {
-        // Only entries never submitted can lack a completion here (see above): read them the plain way.
-        const unsigned submitted = std::atomic_ref<unsigned>(*r.sq_head).load(std::memory_order_acquire) - tail;
-        for (std::size_t i = done + submitted; i < done + count; ++i)
-          results_[i] = plain_read(entries_[i].fd, entries_[i].buf);
-      }
-      delete ring_;
-      ring_ = nullptr;
-      done += count;
-      break;
+    if (ring_failed && completed < count) {
+      // Only entries never submitted can lack a completion here (see above): read them the plain way.
+      const unsigned submitted = std::atomic_ref<unsigned>(*r.sq_head).load(std::memory_order_acquire) - tail;
+      for (std::size_t i = done + submitted; i < done + count; ++i)
+        results_[i] = plain_read(entries_[i].fd, entries_[i].buf);
     }
     done += count;
+    if (ring_failed) {
+      delete ring_;  // the loop ends; the rest is read the plain way below
+      ring_ = nullptr;
+    }
   }
   run_plain(done);
   entries_.clear();

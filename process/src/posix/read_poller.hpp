@@ -30,9 +30,6 @@
 
 namespace agenthost::process::detail {
 
-// Runs `f` now when `ex` is an io_context executor and this thread runs that io_context; otherwise dispatches it.
-// asio::dispatch would also run it inline then, but through a type-erased executor (any_io_executor,
-// any_completion_executor) it first wraps `f` in an allocated executor_function: twice per read of every agent.
 // True when `ex` is an io_context executor (not a strand) and this thread runs that io_context.
 template <class Executor>
 bool runs_in_this_thread(const Executor& ex) {
@@ -40,6 +37,9 @@ bool runs_in_this_thread(const Executor& ex) {
   return io != nullptr && io->running_in_this_thread();
 }
 
+// Runs `f` now when runs_in_this_thread(ex); otherwise dispatches it. asio::dispatch would also run it inline then,
+// but through a type-erased executor (any_io_executor, any_completion_executor) it first wraps `f` in an allocated
+// executor_function: twice per read of every agent.
 template <class Executor, class F>
 void run_here_or_dispatch(const Executor& ex, F&& f) {
   if (runs_in_this_thread(ex)) {
