@@ -27,6 +27,8 @@
 //        --scale-no-mapper-row on|off, --scale-bare-row on|off (the largest K without the mapper; read by a bare
 //        poll()+read() loop without the library: the floor), --scale-read-each-row on|off (the largest K's
 //        coalescing rows again with AGENTHOST_IO_URING=0: one read() per ready pipe), --scale-plain-rows on|off
+//        --scale-agent-tick-ms T (default 1: each fake agent wakes every T ms to write what is due; its lateness
+//        counts as delay)
 //        --latency-lines N  --latency-interval-us U  --no-node  --keep-files  --strict (exit 1 on a missed target)
 //
 // The sections live in throughput.cpp, latency.cpp, scale.cpp and memory.cpp; what they share in common.hpp.
@@ -99,6 +101,8 @@ int main(int argc, char** argv) {
       cfg.scale_bare_row = value() != "off";
     } else if (a == "--scale-read-each-row") {
       cfg.scale_read_each_row = value() != "off";
+    } else if (a == "--scale-agent-tick-ms") {
+      cfg.scale_agent_tick_ms = std::clamp(std::atoi(value().c_str()), 1, 1000);
     } else if (a == "--scale-content") {
       cfg.scale_content = split_list(value());
       for (const auto& c : cfg.scale_content)
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
                    "usage: agenthost_bench_e2e [--only throughput,latency,scale,memory] [--quick] [--rounds N] [--mb N]\n"
                    "       [--kinds snapshot,delta,tools] [--agents 1,10,50,100] [--scale-seconds S] [--scale-tick-ms 0,2]\n"
                    "       [--scale-coalesce-ms 2,4,5] [--scale-no-mapper-row on|off] [--scale-bare-row on|off]\n"
-                   "       [--scale-read-each-row on|off] [--scale-plain-rows on|off]\n"
+                   "       [--scale-read-each-row on|off] [--scale-plain-rows on|off] [--scale-agent-tick-ms 1]\n"
                    "       [--scale-content synthetic,pi-delta,pi-snapshot]\n"
                    "       [--latency-lines N] [--latency-interval-us U] [--no-node] [--keep-files] [--strict]\n");
       return 2;

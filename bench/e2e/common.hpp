@@ -75,6 +75,10 @@ struct config {
   bool scale_bare_row = true;  // also the largest K read by a bare poll()+read() loop, no library (the floor)
   // also the largest K's coalescing rows with AGENTHOST_IO_URING=0: the poller's one read() per ready pipe
   bool scale_read_each_row = true;
+  // How often each fake agent wakes to write what is due (its `rate --tick-ms`): a line is written up to this late,
+  // and the lateness counts in the delay columns. 1 ms by default; coarser on machines where 100 agents' wake-ups
+  // alone fill the CPUs (the host then waits for a CPU, whatever it does).
+  int scale_agent_tick_ms = 1;
   std::vector<std::string> scale_content = {"synthetic", "pi-delta", "pi-snapshot"};  // what each agent streams
   std::uint64_t latency_lines = 4000;
   std::uint64_t latency_interval_us = 500;

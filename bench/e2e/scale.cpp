@@ -207,11 +207,15 @@ struct scale_row {
 
 constexpr std::uint64_t kBps = 1000000, kLineBytes = 100;
 
-/// fake_agent's arguments for one scale agent streaming `content` for `seconds`.
-std::vector<std::string> agent_args(const scale_content& content, double seconds) {
-  if (content.file.empty())
-    return {"rate", std::to_string(kBps), "--lines-of", std::to_string(kLineBytes), "--seconds", fmt(seconds, 3)};
-  return {"rate", std::to_string(kBps), "--file", content.file.string(), "--seconds", fmt(seconds, 3)};
+/// fake_agent's arguments for one scale agent streaming `content` for `seconds`, waking every `agent_tick_ms`.
+std::vector<std::string> agent_args(const scale_content& content, double seconds, int agent_tick_ms) {
+  std::vector<std::string> args{"rate", std::to_string(kBps)};
+  if (content.file.empty()) args.insert(args.end(), {"--lines-of", std::to_string(kLineBytes)});
+  else args.insert(args.end(), {"--file", content.file.string()});
+  args.insert(args.end(), {"--seconds", fmt(seconds, 3)});
+  // Left out at the default: the command line stays the one earlier tables were measured with.
+  if (agent_tick_ms != 1) args.insert(args.end(), {"--tick-ms", std::to_string(agent_tick_ms)});
+  return args;
 }
 
 /// The lines one agent writes in `seconds`.
@@ -261,14 +265,14 @@ struct cpu_window {
 /// thread that every `tick_ms` poll()s all pipes and read()s each ready one once into one shared 64 KiB buffer,
 /// counting its lines with memchr. No library, no per-agent buffer, no consumer: what the kernel's pipe copy, the
 /// system calls and finding the newlines cost on this machine, measured over the same window as the library's rows.
-scale_row scale_bare(const scale_content& content, int k, double seconds, int tick_ms) {
+scale_row scale_bare(const scale_content& content, int k, double seconds, int tick_ms, int agent_tick_ms) {
   scale_row row;
   row.agents = k;
   row.expected = lines_per_agent(content, seconds) * static_cast<std::uint64_t>(k);
   std::vector<bare_child> children;
   std::vector<pollfd> fds;
   const std::int64_t t_spawn0 = mono_ns();
-  auto argv = agent_args(content, seconds);
+  auto argv = agent_args(content, seconds, agent_tick_ms);
   argv.insert(argv.begin(), kFake);
   for (int i = 0; i < k; ++i) {
     try {
@@ -315,7 +319,8 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
   return row;
 }
 
-scale_row scale_once(const scale_content& content, int k, double seconds, int tick_ms, bool map, int coalesce_ms) {
+scale_row scale_once(const scale_content& content, int k, double seconds, int tick_ms, bool map, int coalesce_ms,
+                     int agent_tick_ms) {
   const bool synthetic = content.file.empty();
   // Position of a sample per second: line index / lines per second (synthetic), or bytes before the line / BPS.
   const double lps = synthetic ? static_cast<double>(kBps) / static_cast<double>(kLineBytes + 1)
@@ -331,7 +336,7 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
   for (int i = 0; i < k; ++i) {
     auto a = std::make_unique<agent_state>();
     a->index = static_cast<std::uint32_t>(agents.size());
-    auto opts = fake_options(agent_args(content, seconds));
+    auto opts = fake_options(agent_args(content, seconds, agent_tick_ms));
     opts.read_coalescing = std::chrono::milliseconds(coalesce_ms);
     auto c = agenthost::process::child::spawn(io.get_executor(), std::move(opts));
     if (!c) {
@@ -467,8 +472,9 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
   rep.add("");
   rep.add("### Scale (K agents × 1 MB/s on one io_context thread)");
   rep.add("");
-  rep.add("Each agent streams 1 MB/s for " + fmt(cfg.scale_seconds, 1) +
-          " s in ≤ 1 ms batches, reaper containment; every line through child::async_read_lines and a pi_mapper (a read at a time, adjacent text deltas "
+  rep.add("Each agent streams 1 MB/s for " + fmt(cfg.scale_seconds, 1) + " s in ≤ " +
+          std::to_string(cfg.scale_agent_tick_ms) +
+          " ms batches (a line is written up to that late, and the lateness counts as delay), reaper containment; every line through child::async_read_lines and a pi_mapper (a read at a time, adjacent text deltas "
           "merged, as the provider maps) whose messages are consumed (counted, their text size read). Content `synthetic`: fake_agent `rate 1000000 "
           "--lines-of 100` (9,901 lines/s of 100-byte `{\"type\":\"rate\",…}` lines the mapper does not map); other "
           "contents: `rate 1000000 --file F`, the lines of a generated pi transcript F, cycled. Host CPU: "
@@ -540,7 +546,7 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
     for (const auto& [k, tick, map, coalesce, bare, read_each] : runs) {
       if (g_interrupted != 0) break;
       if (bare) {
-        const scale_row r = scale_bare(content, k, cfg.scale_seconds, coalesce);
+        const scale_row r = scale_bare(content, k, cfg.scale_seconds, coalesce, cfg.scale_agent_tick_ms);
         rep.add("| " + content.name + " | " + std::to_string(k) + " | bare poll() + read() every " +
                 std::to_string(coalesce) + " ms, no library | " + fmt(r.spawn_seconds * 1e3) + " ms | " +
                 fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | – | " +
@@ -557,11 +563,11 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
         const char* const before = std::getenv("AGENTHOST_IO_URING");
         const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
         ::setenv("AGENTHOST_IO_URING", "0", 1);
-        r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
+        r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce, cfg.scale_agent_tick_ms);
         if (saved) ::setenv("AGENTHOST_IO_URING", saved->c_str(), 1);
         else ::unsetenv("AGENTHOST_IO_URING");
       } else {
-        r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce);
+        r = scale_once(content, k, cfg.scale_seconds, tick, map, coalesce, cfg.scale_agent_tick_ms);
       }
       std::string verdict = "–";
       if (k == 100 && map) {
