@@ -21,7 +21,9 @@ void resize_padded(std::unique_ptr<char[]>& buffer, std::size_t& capacity, od::p
   if (capacity < needed) {
     std::size_t cap = capacity == 0 ? 4096 : capacity;
     while (cap < needed) cap *= 2;
-    buffer = std::make_unique<char[]>(cap);
+    // Not zeroed: iterate() writes the line and the padding after it, and nothing reads past those. (Zeroing touched
+    // every page of the buffer at each growth: 5 % of the pi mapper's time on a run with one 100 KB line.)
+    buffer = std::make_unique_for_overwrite<char[]>(cap);
     capacity = cap;
   }
 }
