@@ -168,6 +168,7 @@ class Soak : public ::testing::Test {
       warm->async_stop({}, [&](boost::system::error_code, process::stop_report) { stopped = true; });
       ASSERT_TRUE(run_until(io, [&] { return stopped; }));
     }
+    settle_spawn_server();  // that spawn started it on a thread of its own
     const int fds_initial = open_fd_count();
     auto f = soak(cycles, 8, seed);  // its io_context and threads are gone when it returns
     ::malloc_trim(0);

@@ -453,6 +453,7 @@ TEST_F(ReadCoalescingTest, NoDescriptorIsLeaked) {
     ASSERT_TRUE(run_until(io, [&] { return r.eof; }));
     stop(warm);
   }
+  settle_spawn_server();
   const int before = open_fd_count();
   {
     std::vector<std::unique_ptr<child>> children;

@@ -160,6 +160,26 @@ TEST_F(SpawnServer, PrestartStartsTheServerBeforeTheFirstSpawn) {
   EXPECT_TRUE(stop(a, ec).survivors.empty());
 }
 
+// A spawn that finds no server starts it on a thread of its own and returns; a start that fails there is kept for the
+// next spawn to log (that thread may not call the host's logger), once, and the next spawn tries again.
+TEST_F(SpawnServer, ABackgroundStartThatFailsIsReportedOnceAndTheNextSpawnStartsOne) {
+  for (int pid : our_servers()) ASSERT_TRUE(kill_and_wait(pid));
+  ASSERT_TRUE(eventually([] { return our_servers().empty(); }));
+  process::detail::start_spawn_server_in_background("/nonexistent/agenthost-reaper");
+  // It waits for the background start to end: no server came of it.
+  EXPECT_EQ(process::detail::wait_spawn_server_ready(5s), ESRCH);
+  EXPECT_EQ(process::detail::take_background_start_error(), ENOENT);
+  EXPECT_EQ(process::detail::take_background_start_error(), 0) << "reported once";
+  EXPECT_EQ(zombie_children(), 0);
+  auto a = spawn({"ready", "never-exit"});
+  ASSERT_TRUE(read_until_line(io, a, "ready"));
+  EXPECT_EQ(parent_of(parent_of(a.pid())), ::getpid()) << "found no server: exec'd its reaper";
+  EXPECT_EQ(process::detail::wait_spawn_server_ready(5s), 0) << "the spawn started one in the background";
+  EXPECT_EQ(our_servers().size(), 1u);
+  boost::system::error_code ec;
+  EXPECT_TRUE(stop(a, ec).survivors.empty());
+}
+
 TEST_F(SpawnServer, PrestartErrorsAreSpecific) {
   auto missing = prestart_spawn_server("/nonexistent/agenthost-reaper");
   ASSERT_FALSE(missing);

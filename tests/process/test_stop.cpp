@@ -239,8 +239,12 @@ TEST_F(StopSemantics, SigchldDispositionIsNeverTouched) {
 TEST_F(StopSemantics, TwoHundredCyclesLeakNothing) {
   int fds = 0;
   for (int i = 0; i < 201; ++i) {
-    // The first cycle also creates the io_context's own descriptors (epoll, eventfd, timerfd): baseline after it.
-    if (i == 1) fds = open_fd_count();
+    // The first cycle also creates the io_context's own descriptors (epoll, eventfd, timerfd) and starts the spawn
+    // server: baseline after it, once that server is up.
+    if (i == 1) {
+      settle_spawn_server();
+      fds = open_fd_count();
+    }
     auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
                                                .args = {"stdout", "hi", "never-exit"},
                                                .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
@@ -310,6 +314,7 @@ TEST(SpawnStress, ConcurrentSpawnsWhileIoThreadsRun) {
     warm->async_stop({}, [&](boost::system::error_code, stop_report rep) { r = rep; });
     ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
   }
+  settle_spawn_server();
   const int fds = open_fd_count();
   const std::string token = random_token();
   std::vector<std::thread> io_threads;

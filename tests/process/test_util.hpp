@@ -2,6 +2,7 @@
 #pragma once
 
 #include <agenthost/process/child.hpp>
+#include <agenthost/process/spawn_server.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
@@ -112,6 +113,14 @@ inline int zombie_children() {
   for (const auto& p : all_processes())
     if (p.state == 'Z' && p.ppid == ::getpid()) ++n;
   return n;
+}
+
+/// Waits until this process's spawn server is up and ready. The first reaper-mode spawn of a process starts it on a
+/// short-lived thread and returns before it runs: a test that counts descriptors calls this after its warm-up spawn,
+/// so that the server's (and not the start's passing ones) are in its baseline.
+inline void settle_spawn_server() {
+  const auto r = process::prestart_spawn_server(AGENTHOST_REAPER);
+  ASSERT_TRUE(r) << r.error().message;
 }
 
 inline int open_fd_count() {

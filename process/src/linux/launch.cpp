@@ -251,10 +251,11 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     }
     pid = pid_value;
   }
-  // Right after this spawn, so that the server's start-up overlaps the agent's.
+  // Right after this spawn, in the background: this spawn returns without waiting for the server's exec.
   if (start_server) {
-    if (const int e = start_spawn_server(reaper); e != 0)
+    if (const int e = take_background_start_error(); e != 0)
       options.log.log(log_level::info, std::string("agenthost-reaper spawn server not started: ") + std::strerror(e));
+    start_spawn_server_in_background(reaper);
   }
   // Our copies of the child's ends: closed now, so EOF arrives when the tree is gone (the server got its own copies
   // with the request).

@@ -13,9 +13,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 namespace agenthost::process::detail {
 namespace {
@@ -27,6 +31,12 @@ struct server_state {
   unique_fd sock;   // our end of the server's SOCK_SEQPACKET socket (close-on-exec)
   unique_fd pidfd;  // the server is our child: reaped through this, never with waitpid(-1)
   bool ready = false;  // an idle reaper said "ready": the server is up (a request may wait for a fork, not a start)
+  // A background start (start_spawn_server_in_background) is under way: getpid() of the process whose thread spawns
+  // the server, outside the lock; 0 when none is. The reaper path it starts.
+  pid_t starting_owner = 0;
+  std::filesystem::path starting_reaper;
+  std::condition_variable start_done;  // notified when a background start ends
+  int background_error = 0;            // the last background start's errno, until take_background_start_error()
 };
 
 // Never destroyed: a spawn from another static object's destructor must still find it, and the descriptors are meant
@@ -45,6 +55,13 @@ void reset(server_state& s, bool ours) {
   s.ready = false;
 }
 
+// Whether a background start is under way in this process. A fork()ed copy of the host forgets its parent's: that
+// thread is not in this process.
+bool starting(server_state& s) {
+  if (s.starting_owner != 0 && s.starting_owner != ::getpid()) s.starting_owner = 0;
+  return s.starting_owner != 0;
+}
+
 // Reads the idle reapers' "ready" packets (the only ones the server's side ever sends us), so none pile up.
 bool check_ready(server_state& s) {
   char buf[16];
@@ -56,7 +73,13 @@ bool check_ready(server_state& s) {
   }
 }
 
-int start(server_state& s, const std::filesystem::path& reaper) {
+struct spawned_server {
+  unique_fd sock;   // our end of its socket
+  unique_fd pidfd;  // of our child, the server
+};
+
+// Spawns `reaper --server`. Touches no shared state: a background start runs it without the lock.
+int spawn_server(const std::filesystem::path& reaper, spawned_server& out) {
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) return errno;
   unique_fd ours{sp[0]};
@@ -88,10 +111,22 @@ int start(server_state& s, const std::filesystem::path& reaper) {
     }
     return err;
   }
-  s.sock = std::move(ours);
-  s.pidfd = std::move(pidfd);
+  out.sock = std::move(ours);
+  out.pidfd = std::move(pidfd);
+  return 0;
+}
+
+void install(server_state& s, spawned_server&& server, const std::filesystem::path& reaper) {
+  s.sock = std::move(server.sock);
+  s.pidfd = std::move(server.pidfd);
   s.reaper = reaper;
   s.owner = ::getpid();
+}
+
+int start(server_state& s, const std::filesystem::path& reaper) {
+  spawned_server server;
+  if (const int e = spawn_server(reaper, server); e != 0) return e;
+  install(s, std::move(server), reaper);
   return 0;
 }
 
@@ -126,6 +161,7 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
   if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
   if (s.sock && s.reaper != reaper) return ENOTSUP;
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
+  if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
   if (!s.sock) return ESRCH;
   if (!check_ready(s)) return EINPROGRESS;
   const int err = send_request(s.sock.get(), payload, request);
@@ -149,7 +185,9 @@ int wait_spawn_server_ready(std::chrono::milliseconds timeout) {
   auto& s = state();
   unique_fd sock, pidfd;  // duplicates, polled without the lock (a concurrent reset closes the originals)
   {
-    std::lock_guard lock(s.m);
+    std::unique_lock lock(s.m);
+    // A background start is one posix_spawn: wait for it, within the timeout.
+    if (!s.start_done.wait_until(lock, deadline, [&] { return !starting(s); })) return ETIMEDOUT;
     if (!s.sock || s.owner != ::getpid()) return ESRCH;
     if (check_ready(s)) return 0;
     sock.reset(::fcntl(s.sock.get(), F_DUPFD_CLOEXEC, 0));
@@ -170,11 +208,52 @@ int wait_spawn_server_ready(std::chrono::milliseconds timeout) {
 
 int start_spawn_server(const std::filesystem::path& reaper) {
   auto& s = state();
-  std::lock_guard lock(s.m);
+  std::unique_lock lock(s.m);
+  s.start_done.wait(lock, [&] { return !starting(s); });  // one posix_spawn at most
   if (s.sock && s.owner != ::getpid()) reset(s, false);
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
   if (s.sock) return s.reaper == reaper ? 0 : ENOTSUP;
   return start(s, reaper);
+}
+
+void start_spawn_server_in_background(const std::filesystem::path& reaper) {
+  auto& s = state();
+  {
+    std::lock_guard lock(s.m);
+    if (s.sock && s.owner != ::getpid()) reset(s, false);
+    if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
+    if (s.sock || starting(s)) return;
+    s.starting_owner = ::getpid();
+    s.starting_reaper = reaper;
+  }
+  auto run = [reaper] {
+    spawned_server server;
+    const int e = spawn_server(reaper, server);
+    auto& st = state();
+    {
+      std::lock_guard lock(st.m);
+      if (st.starting_owner == ::getpid()) {
+        st.starting_owner = 0;
+        if (e != 0) st.background_error = e;
+        else if (!st.sock) install(st, std::move(server), reaper);
+      }
+      // Not installed (cannot happen while starts wait for each other; kept safe): ours to reap, not to leave as a
+      // zombie.
+      if (server.pidfd) kill_and_reap(server.pidfd.get());
+    }
+    st.start_done.notify_all();
+  };
+  try {
+    std::thread(run).detach();
+  } catch (const std::system_error&) {
+    run();  // no thread to be had: start it here, as before
+  }
+}
+
+int take_background_start_error() {
+  auto& s = state();
+  std::lock_guard lock(s.m);
+  return std::exchange(s.background_error, 0);
 }
 
 }  // namespace agenthost::process::detail

@@ -2,8 +2,8 @@
 // keeps a per-agent reaper fork()ed ahead of time for the next reaper-mode spawn, instead of the host exec'ing one.
 // Protocol: detail/reaper_protocol.hpp.
 //
-// Lifetime: started right after the first reaper-mode spawn (which starts the agent and its own reaper itself, see
-// adopt_spawn.hpp, so the server's start-up is not on that spawn's path), and again after the spawn that found it
+// Lifetime: started in the background by the first reaper-mode spawn (which starts the agent and its own reaper itself,
+// see adopt_spawn.hpp, so the server's start-up is not on that spawn's path), and again by the spawn that found it
 // dead (by its pidfd or a failed send); its socket and pidfd stay open until the host process exits — the server
 // then reads EOF and exits, and every per-agent reaper reads EOF on its own control socket and kills its tree. A
 // fork()ed host starts its own server.
@@ -36,7 +36,20 @@ bool spawn_server_ready();
 int wait_spawn_server_ready(std::chrono::milliseconds timeout);
 
 /// Starts this process's spawn server running `reaper` unless one runs. Returns 0 or an errno (ENOTSUP: a server of
-/// another reaper path runs). Thread-safe: concurrent calls start one server. Blocks for one posix_spawn.
+/// another reaper path runs). Thread-safe: concurrent calls start one server. Blocks for one posix_spawn (two when a
+/// background start is under way: it waits for that one first).
 int start_spawn_server(const std::filesystem::path& reaper);
+
+/// Starts this process's spawn server running `reaper` on a short-lived detached thread, unless one runs or is being
+/// started; returns at once. Why: the server's posix_spawn blocks its caller until the server's exec, and a spawn that
+/// did it inline returned that much later — on a VM where an exec goes through the hypervisor, the first agent's first
+/// line came ×1.55–1.62 the bare spawn's time instead of ×1.2. Meanwhile send_spawn_request answers EINPROGRESS (ENOTSUP
+/// for another reaper path), so spawns start their agents themselves. When no thread can be created, it starts the
+/// server on the calling thread. A failure is kept for take_background_start_error() (the thread has no logger it may
+/// call). Thread-safe.
+void start_spawn_server_in_background(const std::filesystem::path& reaper);
+
+/// The errno of the last background start that failed, once (0 when none did since the last call). Thread-safe.
+int take_background_start_error();
 
 }  // namespace agenthost::process::detail
