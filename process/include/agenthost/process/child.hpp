@@ -9,8 +9,8 @@
 // Spawning never goes through a shell and never fork()s the host: it uses posix_spawn (see src/posix/spawn.cpp for
 // why not Boost.Process 1.81's launcher). By default the agent runs under the agenthost-reaper helper, a subreaper
 // that owns the agent's whole process tree: nothing the agent starts can outlive a stop, nor the host's death. That
-// helper is forked ahead of time by a per-process spawn server (an `agenthost-reaper --server` started right after
-// the first such spawn, whose own helper is exec'd) rather than exec'd per agent, unless
+// helper is forked ahead of time by a per-process spawn server (an `agenthost-reaper --server` that the first such
+// spawn, whose own helper is exec'd, starts on a short-lived thread) rather than exec'd per agent, unless
 // spawn_options::reaper_server is false.
 //
 // Thread safety: a `child` is not thread-safe. All its functions, and the io_context threads that run its

@@ -91,8 +91,9 @@ struct spawn_options {
   /// `agenthost-reaper --server` that keeps a per-agent reaper fork()ed ahead of time, instead of the host exec'ing
   /// one (a faster spawn, the same containment: see README "The spawn server"). A spawn that finds no server (the
   /// first one, or the first after the server died) starts the agent and then exec's its reaper, which adopts it, and
-  /// starts the server right after; so does one whose server is still starting or cannot be used (another
-  /// reaper_path). false: every spawn starts its own reaper that way. Default: true.
+  /// starts the server on a short-lived thread of its own (the spawn does not wait for the server's exec); a spawn
+  /// whose server is still starting or cannot be used (another reaper_path) starts its agent the same way. false:
+  /// every spawn starts its own reaper that way. Default: true.
   bool reaper_server = true;
   /// How long destroying a still-running `child` may block while it kills the tree. Default: 2 s.
   std::chrono::milliseconds destroy_timeout{2000};

@@ -1,8 +1,8 @@
 // agenthost/process/spawn_server.hpp — start the per-process spawn server ahead of the first agent.
 //
 // Without this call, the first reaper-mode spawn of a host process starts the agent and exec's its own
-// agenthost-reaper after it (a little slower than a steady spawn: the host waits for both execs, and then starts the
-// server beside the agent); every later spawn takes a reaper the server forked ahead of time. A host that knows it
+// agenthost-reaper after it (a little slower than a steady spawn: the host waits for both execs, and the server starts
+// on a short-lived thread beside the agent); every later spawn takes a reaper the server forked ahead of time. A host that knows it
 // will run agents (an IDE at start-up, a service at boot) calls prestart_spawn_server() once, early, so that its
 // first agent starts as fast as the others (a spawn from another thread while the server is still starting does not
 // wait for it):
