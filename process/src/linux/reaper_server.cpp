@@ -17,7 +17,6 @@
 #include <cstring>
 #include <mutex>
 #include <string_view>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -218,17 +217,15 @@ int start_spawn_server(const std::filesystem::path& reaper) {
 
 void start_spawn_server_in_background(const std::filesystem::path& reaper) {
   auto& s = state();
-  {
-    std::lock_guard lock(s.m);
-    if (s.sock && s.owner != ::getpid()) reset(s, false);
-    if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
-    if (s.sock || starting(s)) return;
-    s.starting_owner = ::getpid();
-    s.starting_reaper = reaper;
-  }
-  auto run = [reaper] {
+  // Built before the start is marked as under way: nothing that can throw comes between the mark and the thread's end.
+  auto run = [reaper]() noexcept {
     spawned_server server;
-    const int e = spawn_server(reaper, server);
+    int e = 0;
+    try {
+      e = spawn_server(reaper, server);
+    } catch (...) {
+      e = ENOMEM;  // the request's strings; nothing else throws there
+    }
     auto& st = state();
     {
       std::lock_guard lock(st.m);
@@ -243,10 +240,18 @@ void start_spawn_server_in_background(const std::filesystem::path& reaper) {
     }
     st.start_done.notify_all();
   };
+  {
+    std::lock_guard lock(s.m);
+    if (s.sock && s.owner != ::getpid()) reset(s, false);
+    if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
+    if (s.sock || starting(s)) return;
+    s.starting_reaper = reaper;  // may throw: before the mark
+    s.starting_owner = ::getpid();
+  }
   try {
     std::thread(run).detach();
-  } catch (const std::system_error&) {
-    run();  // no thread to be had: start it here, as before
+  } catch (...) {
+    run();  // no thread to be had (std::system_error, or no memory for one): start it here, as before
   }
 }
 
