@@ -6,6 +6,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -248,11 +250,20 @@ void start_spawn_server_in_background(const std::filesystem::path& reaper) {
     s.starting_reaper = reaper;  // may throw: before the mark
     s.starting_owner = ::getpid();
   }
+  // The thread blocks every signal (it inherits the mask it is created with): a signal sent to the process goes to one
+  // of the host's threads, as it would without this one. The server gets an empty mask anyway (posix_spawn attributes).
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
+  bool started = false;
   try {
     std::thread(run).detach();
+    started = true;
   } catch (...) {
-    run();  // no thread to be had (std::system_error, or no memory for one): start it here, as before
+    // no thread to be had (std::system_error, or no memory for one): started below, here, as before
   }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  if (!started) run();
 }
 
 int take_background_start_error() {

@@ -45,8 +45,8 @@ int start_spawn_server(const std::filesystem::path& reaper);
 /// did it inline returned that much later — on a VM where an exec goes through the hypervisor, the first agent's first
 /// line came ×1.55–1.62 the bare spawn's time instead of ×1.2. Meanwhile send_spawn_request answers EINPROGRESS (ENOTSUP
 /// for another reaper path), so spawns start their agents themselves. When no thread can be created, it starts the
-/// server on the calling thread. A failure is kept for take_background_start_error() (the thread has no logger it may
-/// call). Thread-safe.
+/// server on the calling thread. The thread blocks every signal. A failure is kept for take_background_start_error()
+/// (the thread has no logger it may call). Thread-safe.
 void start_spawn_server_in_background(const std::filesystem::path& reaper);
 
 /// The errno of the last background start that failed, once (0 when none did since the last call). Thread-safe.
