@@ -449,4 +449,33 @@ TEST(SpawnServerHostDeath, DISABLED_ChildHost) {
   for (;;) ::pause();  // SIGKILLed here
 }
 
+// A host that exits (returns from main) right after its first reaper-mode spawn, while the spawn server is still being
+// started on its thread: that thread's posix_spawn child shares the host's memory until its exec, so it shows the
+// host's environment and command line. The exit waits for that exec: once the host is reaped, no process carries its
+// environment (the server, exec'd with an empty one, then reads EOF and exits).
+TEST(SpawnServerHostExit, AnExitDuringTheServersStartLeavesNothingWithTheHostsEnvironment) {
+  liveness_fifo fifo;
+  int leftovers = 0;
+  for (int i = 0; i < 20 && leftovers == 0; ++i) {
+    const std::string token = random_token();
+    const auto host = spawn_test_host("SpawnServerHostExit.DISABLED_ChildHost", fifo.path(), token);
+    ASSERT_GT(host.pid, 0);
+    int st = 0;
+    ASSERT_EQ(::waitpid(host.pid, &st, 0), host.pid);
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+    leftovers = static_cast<int>(processes_with_env("AGENTHOST_HOST_DEATH_TOKEN=" + token).size());
+    kill_leftovers("AGENTHOST_HOST_DEATH_TOKEN=" + token);
+  }
+  EXPECT_EQ(leftovers, 0) << "a process with the exited host's environment outlived it";
+}
+
+// Runs only inside the test host above: starts the server in the background and exits at once.
+TEST(SpawnServerHostExit, DISABLED_ChildHost) {
+  const auto setup = test_host_setup_from_env();
+  if (!setup) GTEST_SKIP() << "only run by SpawnServerHostExit";
+  ::close(setup->ready_fd);
+  process::detail::start_spawn_server_in_background(AGENTHOST_REAPER);
+  std::exit(0);
+}
+
 }  // namespace

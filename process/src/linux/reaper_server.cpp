@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -217,8 +218,20 @@ int start_spawn_server(const std::filesystem::path& reaper) {
   return start(s, reaper);
 }
 
+// At exit(): waits (at most 5 s) for a background start that is under way. Its thread's posix_spawn child shares the
+// host's memory until its exec, so until then it shows the host's command line and environment; exit() does not wait
+// for it (only the thread that spawned it would), and it would outlive the host under that guise — a process a
+// caller that looks for leftovers by environment rightly counts. Once exec'd, the server reads EOF and exits.
+static void wait_for_background_start_at_exit() {
+  auto& s = state();
+  std::unique_lock lock(s.m);
+  s.start_done.wait_for(lock, std::chrono::seconds(5), [&] { return !starting(s); });
+}
+
 void start_spawn_server_in_background(const std::filesystem::path& reaper) {
   auto& s = state();
+  static std::once_flag at_exit;
+  std::call_once(at_exit, [] { std::atexit(wait_for_background_start_at_exit); });  // may fail (ENOMEM): no wait then
   // Built before the start is marked as under way: nothing that can throw comes between the mark and the thread's end.
   auto run = [reaper]() noexcept {
     spawned_server server;

@@ -46,7 +46,9 @@ int start_spawn_server(const std::filesystem::path& reaper);
 /// line came ×1.55–1.62 the bare spawn's time instead of ×1.2. Meanwhile send_spawn_request answers EINPROGRESS (ENOTSUP
 /// for another reaper path), so spawns start their agents themselves. When no thread can be created, it starts the
 /// server on the calling thread. The thread blocks every signal. A failure is kept for take_background_start_error()
-/// (the thread has no logger it may call). Thread-safe.
+/// (the thread has no logger it may call). The first call registers an atexit handler that waits (at most 5 s) for a
+/// start under way, so that no pre-exec child with the host's command line and environment outlives the host's
+/// exit(). Thread-safe.
 void start_spawn_server_in_background(const std::filesystem::path& reaper);
 
 /// The errno of the last background start that failed, once (0 when none did since the last call). Thread-safe.
