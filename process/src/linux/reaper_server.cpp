@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <chrono>
@@ -34,8 +35,10 @@ struct server_state {
   unique_fd pidfd;  // the server is our child: reaped through this, never with waitpid(-1)
   bool ready = false;  // an idle reaper said "ready": the server is up (a request may wait for a fork, not a start)
   // A background start (start_spawn_server_in_background) is under way: getpid() of the process whose thread spawns
-  // the server, outside the lock; 0 when none is. The reaper path it starts.
-  pid_t starting_owner = 0;
+  // the server, outside the lock; 0 when none is. Written under the lock; atomic for the atexit handler's first look,
+  // which must not take the lock in a fork()ed child (another thread of the parent may have held it at the fork).
+  // The reaper path it starts.
+  std::atomic<pid_t> starting_owner{0};
   std::filesystem::path starting_reaper;
   std::condition_variable start_done;  // notified when a background start ends
   int background_error = 0;            // the last background start's errno, until take_background_start_error()
@@ -224,6 +227,7 @@ int start_spawn_server(const std::filesystem::path& reaper) {
 // caller that looks for leftovers by environment rightly counts. Once exec'd, the server reads EOF and exits.
 static void wait_for_background_start_at_exit() {
   auto& s = state();
+  if (s.starting_owner.load() != ::getpid()) return;  // none, or the parent's (this is a fork()ed copy of the host)
   std::unique_lock lock(s.m);
   s.start_done.wait_for(lock, std::chrono::seconds(5), [&] { return !starting(s); });
 }
