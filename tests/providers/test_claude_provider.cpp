@@ -245,7 +245,8 @@ TEST_F(ClaudeProvider, CancellationStillMapsWhatClaudePrintsWhenInterrupted) {
   ASSERT_TRUE(r.terminal.content.contains("usage")) << r.terminal.content.dump();
   EXPECT_EQ(r.terminal.content.at("usage").at("input_tokens"), 100);
   EXPECT_EQ(r.terminal.content.at("usage").at("output_tokens"), 5);
-  ASSERT_TRUE(r.terminal.content.at("usage").contains("cost")) << "total_cost_usd comes with the result only";
+  ASSERT_TRUE(r.terminal.content.at("usage").contains("cost"))
+      << "total_cost_usd comes with the result only: " << r.terminal.content.dump();
   EXPECT_DOUBLE_EQ(r.terminal.content.at("usage").at("cost").at("total").get<double>(), 0.0005);
   EXPECT_EQ(r.terminal.content.at("exit_status"), "exited with code 0");
   // The tool call is closed by claude's own interrupted tool result, not by the end of the run.
