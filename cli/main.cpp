@@ -86,6 +86,7 @@ int map_file(const cli::parsed& p, cli::renderer& render) {
     else mapper->on_line(l.text, out);
     // As the providers do: only an `assistant` text at the end may still take the next line's delta.
     if (!out.empty() && out.back().type != transport::message_type::assistant) flush();
+    while (mapper->take_more(out)) flush();  // a turn's buffered thoughts, a slice at a time
   };
   for (;;) {
     auto space = framer.prepare(1 << 20);

@@ -67,6 +67,9 @@ using agenthost::bench::transcript;
 using agenthost::bench::transcript_kind;
 using mapper_ptr = std::unique_ptr<agenthost::mapper::event_mapper>;
 
+/// The Codex and OpenCode mappers' thought_release_batch, as the providers (and so `agenthost map`) set it.
+constexpr std::size_t kThoughtBatch = 8;
+
 std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -104,12 +107,13 @@ const std::vector<bench_kind>& all_kinds() {
       {"claude", [] { return b::make_claude_answer(10 * answer_chars()); },
        [](bool merge) { return std::make_unique<m::claude_mapper>(m::claude_mapper_options{.merge_adjacent_text = merge}); }},
       {"codex", [] { return b::make_codex_events(env_size("AGENTHOST_BENCH_CODEX_EVENTS", 1000000)); },
-       [](bool merge) { return std::make_unique<m::codex_mapper>(m::codex_mapper_options{.merge_adjacent_text = merge}); }},
+       [](bool merge) { return std::make_unique<m::codex_mapper>(m::codex_mapper_options{.merge_adjacent_text = merge, .thought_release_batch = kThoughtBatch}); }},
       {"gemini", [] { return b::make_gemini_answer(10 * answer_chars()); },
        [](bool merge) { return std::make_unique<m::gemini_mapper>(m::gemini_mapper_options{.merge_adjacent_text = merge}); }},
       {"opencode", [] { return b::make_opencode_steps(env_size("AGENTHOST_BENCH_OPENCODE_EVENTS", 200000)); },
        [](bool merge) {
-         return std::make_unique<m::opencode_mapper>(m::opencode_mapper_options{.merge_adjacent_text = merge});
+         return std::make_unique<m::opencode_mapper>(
+             m::opencode_mapper_options{.merge_adjacent_text = merge, .thought_release_batch = kThoughtBatch});
        }},
       // Not an agent's transcript: the cost of a line that is only checked (the scale benchmark's synthetic content).
       {"unmapped", [] { return b::make_unmapped_lines(env_size("AGENTHOST_BENCH_UNMAPPED_LINES", 1000000)); },
@@ -153,6 +157,10 @@ void run_mapper(benchmark::State& state, const bench_kind& k) {
       mapper.on_line(l, out);
       messages += out.size();
       mapper.recycle(out);  // as a provider does once it has handed the messages on
+      while (mapper.take_more(out)) {  // a turn's buffered thoughts, a slice at a time (as a provider asks for them)
+        messages += out.size();
+        mapper.recycle(out);
+      }
     }
     mapper.finish({.status = agenthost::process::exited{0}}, out);
     if (out.empty() || out.back().type != agenthost::transport::message_type::terminal_completed ||
@@ -185,6 +193,10 @@ void run_mapper_batched(benchmark::State& state, const bench_kind& k) {
       const bool read_done = (in_read += l.size() + 1) >= kReadBytes;
       if (read_done) in_read = 0;
       if (read_done || !can_grow) {
+        messages += out.size();
+        mapper.recycle(out);
+      }
+      while (mapper.take_more(out)) {
         messages += out.size();
         mapper.recycle(out);
       }

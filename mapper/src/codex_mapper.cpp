@@ -196,16 +196,11 @@ struct codex_mapper::impl {
   bool text_diverged = false;
   // Ids of completed agent_message / reasoning / error / plan items: a repeated item.completed adds nothing.
   id_set done_items;
-  held_texts held_thoughts;      // buffered reasoning, released when the turn ends
+  held_thoughts thoughts{options.thought_release_batch};  // buffered reasoning, released when the turn ends
   std::string last_todo;                   // the last todo list reported, so an unchanged one is not repeated
 
 
   // ---- mapping ----------------------------------------------------------------------------------------------------
-
-  void release_thoughts(std::vector<message>& out) {
-    out.reserve(out.size() + held_thoughts.size());  // one allocation for a turn's thoughts, not a doubling series
-    held_thoughts.release([&](std::string_view t) { core.thought(out, t); });
-  }
 
   void apply(std::vector<message>& out) {
     core.saw_event = true;
@@ -233,14 +228,14 @@ struct codex_mapper::impl {
         }
         turn_completed = true;
         finished = true;
-        release_thoughts(out);
+        thoughts.release(core, out);
         break;
       case event_kind::turn_failed:
         if (turn_failed && finished) break;
         turn_failed = true;
         finished = true;
         failure_message.assign(ev.has_error_message ? ev.error_message : std::string_view{});
-        release_thoughts(out);
+        thoughts.release(core, out);
         break;
       case event_kind::error:
         on_error_event(out);
@@ -279,7 +274,7 @@ struct codex_mapper::impl {
       if (!completed || !it.has_text) return;  // reasoning arrives whole; a partial one waits for its completion
       if (!done_items.insert(it.id)) return;
       if (options.thinking == thinking_mode::stream) core.thought(out, it.text);
-      else if (!it.text.empty()) held_thoughts.push(it.text);
+      else if (!it.text.empty()) thoughts.hold(it.text);
     } else if (type == "command_execution") {
       on_command(out, completed);
     } else if (type == "file_change") {
@@ -416,7 +411,7 @@ struct codex_mapper::impl {
   void finish(const run_end& end, std::vector<message>& out) {
     if (!core.begin_finish()) return;
     // Held thinking is part of what the agent did, whatever the outcome.
-    release_thoughts(out);
+    thoughts.release_all(core, out);
     if (auto common = core.common_end(end, finished)) {
       core.emit_terminal(out, std::move(*common), end);
       return;
@@ -458,6 +453,7 @@ void codex_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(use
 
 void codex_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;
+  if (m.thoughts.releasing()) m.thoughts.release_all(m.core, out);  // what take_more() was not asked for, first
   if (!m.core.begin_line(line)) return;  // after finish(), or a blank line
   try {
     if (m.parser.parse(line) != simdjson::SUCCESS) {
@@ -471,9 +467,12 @@ void codex_mapper::on_line(std::string_view line, std::vector<message>& out) {
   }
 }
 
-void codex_mapper::on_oversize_line(std::string_view head, std::size_t total_bytes, std::vector<message>& /*out*/) {
+void codex_mapper::on_oversize_line(std::string_view head, std::size_t total_bytes, std::vector<message>& out) {
+  if (impl_->thoughts.releasing()) impl_->thoughts.release_all(impl_->core, out);
   impl_->core.oversize_line(head, total_bytes);
 }
+
+bool codex_mapper::take_more(std::vector<message>& out) { return impl_->thoughts.release_more(impl_->core, out); }
 
 bool codex_mapper::agent_finished() const noexcept { return impl_->finished; }
 

@@ -51,6 +51,24 @@ json usage_sum::to_json() const {
 
 mapper_core::mapper_core(core_options options) : options_(std::move(options)) {}
 
+void held_thoughts::release(mapper_core& core, std::vector<transport::message>& out) {
+  if (batch_ == 0 || texts_.size() <= batch_) return release_all(core, out);
+  releasing_ = texts_.release([&](std::string_view t) { core.thought(out, t); }, batch_);
+}
+
+void held_thoughts::release_all(mapper_core& core, std::vector<transport::message>& out) {
+  releasing_ = false;
+  if (texts_.empty()) return;
+  out.reserve(out.size() + texts_.size());  // one allocation for a turn's thoughts, not a doubling series
+  texts_.release([&](std::string_view t) { core.thought(out, t); });
+}
+
+bool held_thoughts::release_more(mapper_core& core, std::vector<transport::message>& out) {
+  if (!releasing_) return false;
+  releasing_ = texts_.release([&](std::string_view t) { core.thought(out, t); }, batch_);
+  return true;
+}
+
 bool mapper_core::begin_line(std::string_view line) noexcept {
   ++stats_.lines;
   stats_.bytes += line.size();

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace agenthost::mapper::detail {
@@ -76,33 +77,74 @@ struct terminal_draft {
 
 /// Texts held back in order (buffered thinking) in one buffer: holding one allocates nothing once the buffer has
 /// grown to a turn's thinking. Memory: the held texts.
+///
+/// A release may be done in parts (release(f, max)): the texts not yet released stay, in order, for the next release.
+/// Texts pushed during a partial release come after the ones still held.
 class held_texts {
  public:
   void push(std::string_view text) {
     buffer_.append(text);
     ends_.push_back(buffer_.size());
   }
-  [[nodiscard]] bool empty() const noexcept { return ends_.empty(); }
-  [[nodiscard]] std::size_t size() const noexcept { return ends_.size(); }
-  /// Calls `f(std::string_view)` for each text in order, then holds nothing (a buffer past 1 MiB is given back).
+  /// No text held (none pushed, or all released).
+  [[nodiscard]] bool empty() const noexcept { return next_ == ends_.size(); }
+  /// How many texts are held.
+  [[nodiscard]] std::size_t size() const noexcept { return ends_.size() - next_; }
+  /// Calls `f(std::string_view)` for each held text in order, then holds nothing (a buffer past 1 MiB is given back).
   template <class F>
   void release(F&& f) {
-    std::size_t begin = 0;
-    for (const std::size_t end : ends_) {
+    release(std::forward<F>(f), ends_.size());
+  }
+  /// Calls `f(std::string_view)` for the first `max` held texts in order (all of them when there are fewer); true when
+  /// texts are still held after it.
+  template <class F>
+  bool release(F&& f, std::size_t max) {
+    std::size_t begin = next_ == 0 ? 0 : ends_[next_ - 1];
+    for (std::size_t n = 0; n < max && next_ < ends_.size(); ++n) {
+      const std::size_t end = ends_[next_++];
       f(std::string_view(buffer_).substr(begin, end - begin));
       begin = end;
     }
+    if (next_ < ends_.size()) return true;
+    next_ = 0;
     ends_.clear();
     buffer_.clear();
     if (buffer_.capacity() > (std::size_t{1} << 20)) {
       std::string().swap(buffer_);
       std::vector<std::size_t>().swap(ends_);
     }
+    return false;
   }
 
  private:
   std::string buffer_;
-  std::vector<std::size_t> ends_;
+  std::vector<std::size_t> ends_;  // end offset in buffer_ of each text pushed
+  std::size_t next_ = 0;           // the first text not released yet (ends_ index)
+};
+
+class mapper_core;
+
+/// Buffered thinking and its release at a turn's end as assistant.thought messages: all at once, or `batch` at a time
+/// (event_mapper::take_more appends the rest), so that a turn of thousands of thoughts is handed on in bounded
+/// slices whose messages the consumer can hand back for reuse.
+class held_thoughts {
+ public:
+  /// `batch`: how many thoughts one release appends (0: all).
+  explicit held_thoughts(std::size_t batch) noexcept : batch_(batch) {}
+  void hold(std::string_view text) { texts_.push(text); }
+  /// The turn ended: appends the held thoughts, or the first `batch` of them.
+  void release(mapper_core& core, std::vector<transport::message>& out);
+  /// Appends every thought still held (a release cut short, before the next line is mapped; the run's end).
+  void release_all(mapper_core& core, std::vector<transport::message>& out);
+  /// take_more: the next `batch` of a release under way; false (nothing appended) when none is.
+  bool release_more(mapper_core& core, std::vector<transport::message>& out);
+  /// A release was cut short: thoughts wait for release_more or release_all.
+  [[nodiscard]] bool releasing() const noexcept { return releasing_; }
+
+ private:
+  held_texts texts_;
+  std::size_t batch_;
+  bool releasing_ = false;
 };
 
 /// How many closed calls a mapper remembers. An agent repeats a call's events close to the call (Claude's full

@@ -129,7 +129,7 @@ struct opencode_mapper::impl {
   std::vector<std::string> few_parts;
   std::size_t few_count = 0;
   std::unordered_set<std::string, string_hash, std::equal_to<>> seen_parts;
-  held_texts held_thoughts;      // buffered reasoning, released when the run's final step ends
+  held_thoughts thoughts{options.thought_release_batch};  // buffered reasoning, released when the final step ends
 
 
   error_code parse_tokens(od::object& obj) {
@@ -369,11 +369,6 @@ struct opencode_mapper::impl {
 
   // ---- mapping ----------------------------------------------------------------------------------------------------
 
-  void release_thoughts(std::vector<message>& out) {
-    out.reserve(out.size() + held_thoughts.size());  // one allocation for a turn's thoughts, not a doubling series
-    held_thoughts.release([&](std::string_view t) { core.thought(out, t); });
-  }
-
   /// False when the part was mapped already (a repeated line); parts without an id are always new.
   bool first_time(std::string_view part_id) {
     if (part_id.empty()) return true;
@@ -411,7 +406,7 @@ struct opencode_mapper::impl {
       case event_kind::reasoning:
         if (!first_time(ev.part_id)) break;
         if (options.thinking == thinking_mode::stream) core.thought(out, ev.text);
-        else if (!ev.text.empty()) held_thoughts.push(ev.text);
+        else if (!ev.text.empty()) thoughts.hold(ev.text);
         break;
       case event_kind::text:
         if (!first_time(ev.part_id)) break;
@@ -468,7 +463,7 @@ struct opencode_mapper::impl {
     finished = true;
     step_completed = true;
     stop_reason.assign(ev.reason);
-    release_thoughts(out);
+    thoughts.release(core, out);
   }
 
   void u_cost(double c) {
@@ -485,7 +480,7 @@ struct opencode_mapper::impl {
     response_body = sanitize_utf8(ev.response_body, kMaxBodyBytes);
     http_status = ev.status_code;
     is_retryable = ev.is_retryable;
-    release_thoughts(out);
+    thoughts.release(core, out);
   }
 
   /// opencode's own flag when it sent one; otherwise the statuses opencode retries itself (429, 5xx).
@@ -498,7 +493,7 @@ struct opencode_mapper::impl {
   void finish(const run_end& end, std::vector<message>& out) {
     if (!core.begin_finish()) return;
     // Held thinking is part of what the agent did, whatever the outcome.
-    release_thoughts(out);
+    thoughts.release_all(core, out);
     if (auto common = core.common_end(end, finished)) {
       core.emit_terminal(out, std::move(*common), end);
       return;
@@ -542,6 +537,7 @@ void opencode_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(
 
 void opencode_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;
+  if (m.thoughts.releasing()) m.thoughts.release_all(m.core, out);  // what take_more() was not asked for, first
   if (!m.core.begin_line(line)) return;  // after finish(), or a blank line
   try {
     if (m.parse(line) != simdjson::SUCCESS) {
@@ -556,9 +552,12 @@ void opencode_mapper::on_line(std::string_view line, std::vector<message>& out) 
 }
 
 void opencode_mapper::on_oversize_line(std::string_view head, std::size_t total_bytes,
-                                       std::vector<message>& /*out*/) {
+                                       std::vector<message>& out) {
+  if (impl_->thoughts.releasing()) impl_->thoughts.release_all(impl_->core, out);
   impl_->core.oversize_line(head, total_bytes);
 }
+
+bool opencode_mapper::take_more(std::vector<message>& out) { return impl_->thoughts.release_more(impl_->core, out); }
 
 bool opencode_mapper::agent_finished() const noexcept { return impl_->finished; }
 

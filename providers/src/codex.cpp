@@ -73,7 +73,8 @@ std::unique_ptr<mapper::event_mapper> make_codex_mapper(const codex_options& o) 
   return std::make_unique<mapper::codex_mapper>(
       mapper::codex_mapper_options{.thinking = o.thinking_output,
                                    .requested_session_id = o.session_id,
-                                   .merge_adjacent_text = true});
+                                   .merge_adjacent_text = true,
+                                   .thought_release_batch = 8});
 }
 
 transport::message run_codex(const codex_options& options, std::string_view prompt,

@@ -71,7 +71,8 @@ std::unique_ptr<mapper::event_mapper> make_opencode_mapper(const opencode_option
   return std::make_unique<mapper::opencode_mapper>(
       mapper::opencode_mapper_options{.thinking = o.thinking_output,
                                       .requested_session_id = o.session_id,
-                                      .merge_adjacent_text = true});
+                                      .merge_adjacent_text = true,
+                                      .thought_release_batch = 8});
 }
 
 transport::message run_opencode(const opencode_options& options, std::string_view prompt,

@@ -163,6 +163,16 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       // delivered now, not at the end of the read. Sooner for the consumer, and few messages alive at a time — with
       // hundreds, glibc's malloc leaves its per-thread cache (bench/README.md, Mapper: Codex 25 % slower).
       if (!out_.empty() && out_.back().type != message_type::assistant && !deliver()) return;
+      // A turn's buffered thoughts, a slice at a time: each slice is delivered and its messages are refilled for the
+      // next one (event_mapper::take_more).
+      try {
+        while (mapper_->take_more(out_))
+          if (!deliver()) return;
+      } catch (...) {
+        failure_ = std::current_exception();
+        fail_with_exception();
+        return;
+      }
     }
     if (!deliver()) return;
     if (mapper_->agent_finished() && !linger_armed_ && !ending_) {

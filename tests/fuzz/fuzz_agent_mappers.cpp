@@ -9,7 +9,9 @@
 //   * finish() is idempotent and lines fed after it produce nothing;
 //   * invalid_output_lines respect the limits, stats() counted every line, every message serializes stably;
 //   * the same lines with a space after '{' (every line then takes the On-Demand path) map to the same messages:
-//     the byte-scan fast paths accept a subset of what On-Demand accepts and yield the same events.
+//     the byte-scan fast paths accept a subset of what On-Demand accepts and yield the same events;
+//   * Codex and OpenCode: with thought_release_batch 1–4 (the agent byte's bits 2–3) and take_more() asked after every
+//     other line, the same messages.
 // AGENTHOST_FUZZ_DUMP=1 prints the input lines and the messages (triage).
 #include "mapper_checks.hpp"
 
@@ -46,6 +48,18 @@ void run(std::uint8_t flags, const run_end& end, const std::vector<std::string_v
                 lines, after_finish);
 }
 
+// The Codex and OpenCode mappers also with thought_release_batch (1–4 from the agent byte's high bits).
+template <class Mapper, class Options>
+void run_batched(std::uint8_t agent, std::uint8_t flags, const run_end& end,
+                 const std::vector<std::string_view>& lines, std::string_view after_finish) {
+  const Options o = agent_options<Options>(flags);
+  Options batched = o;
+  batched.thought_release_batch = 1 + ((agent >> 2) & 3);
+  map_and_check([&o] { return std::make_unique<Mapper>(o); },
+                {.max_invalid_lines = o.max_invalid_lines, .max_invalid_line_bytes = o.max_invalid_line_bytes}, end,
+                lines, after_finish, [&batched] { return std::make_unique<Mapper>(batched); });
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -62,16 +76,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           flags, end, lines, R"({"type":"system","subtype":"init","session_id":"s"})");
       break;
     case 1:
-      run<mapper::codex_mapper, mapper::codex_mapper_options>(flags, end, lines,
-                                                              R"({"type":"thread.started","thread_id":"t"})");
+      run_batched<mapper::codex_mapper, mapper::codex_mapper_options>(agent, flags, end, lines,
+                                                                      R"({"type":"thread.started","thread_id":"t"})");
       break;
     case 2:
       run<mapper::gemini_mapper, mapper::gemini_mapper_options>(
           flags, end, lines, R"({"type":"init","session_id":"s","model":"m"})");
       break;
     default:
-      run<mapper::opencode_mapper, mapper::opencode_mapper_options>(
-          flags, end, lines,
+      run_batched<mapper::opencode_mapper, mapper::opencode_mapper_options>(
+          agent, flags, end, lines,
           R"({"type":"text","sessionID":"s","part":{"id":"p","messageID":"m","type":"text","text":"late"}})");
       break;
   }

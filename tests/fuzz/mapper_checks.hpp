@@ -115,11 +115,14 @@ inline std::vector<message> map_lines(event_mapper& mapper, const run_end& end,
 
 /// As map_lines(), but the messages are taken after every line (so text deltas of two lines are never merged), then
 /// dropped (`recycle` false) or handed back with recycle() — every third one modified first (an added member, a text
-/// of another type, a content that is no object): the mapper refills them.
+/// of another type, a content that is no object): the mapper refills them. `ask_more`: after every other line, what
+/// take_more() appends is taken too, until it returns false.
 inline std::vector<message> map_lines_per_line(event_mapper& mapper, const run_end& end,
-                                               const std::vector<std::string_view>& lines, bool recycle) {
+                                               const std::vector<std::string_view>& lines, bool recycle,
+                                               bool ask_more = false) {
   std::vector<message> seen, out;
   std::size_t n = 0;
+  std::size_t line_number = 0;
   auto take = [&] {
     seen.insert(seen.end(), out.begin(), out.end());
     if (!recycle) {
@@ -142,9 +145,17 @@ inline std::vector<message> map_lines_per_line(event_mapper& mapper, const run_e
       mapper.on_line(l, out);
     }
     take();
+    if (ask_more && line_number++ % 2 == 0) {
+      while (mapper.take_more(out)) {
+        AGENTHOST_FUZZ_CHECK(!out.empty(), "take_more() returned true but appended nothing");
+        take();
+      }
+      AGENTHOST_FUZZ_CHECK(out.empty(), "take_more() returned false but appended messages");
+    }
   }
   mapper.finish(end, out);
   take();
+  AGENTHOST_FUZZ_CHECK(!mapper.take_more(out) && out.empty(), "take_more() appended after finish()");
   return seen;
 }
 
@@ -176,9 +187,12 @@ inline std::vector<message> without_invalid_line_text(std::vector<message> out) 
 /// only take lines that start exactly with `{"type":…` (or another key), so the variant runs every event through the
 /// On-Demand path: this compares the fast paths (and their memoized prefixes) with it. `after_finish` is a valid
 /// event of the agent, fed after finish() (it must add nothing).
+/// `make_batched` (optional): the same mapper with its buffered thoughts released a few at a time
+/// (thought_release_batch); asked for them after every other line, it must give the same messages.
 inline void map_and_check(const std::function<std::unique_ptr<event_mapper>()>& make, const invalid_line_limits& o,
                           const run_end& end, const std::vector<std::string_view>& lines,
-                          std::string_view after_finish) {
+                          std::string_view after_finish,
+                          const std::function<std::unique_ptr<event_mapper>()>& make_batched = {}) {
   const auto mapper = make();
   std::vector<message> out = map_lines(*mapper, end, lines);
   if (const char* dump = std::getenv("AGENTHOST_FUZZ_DUMP"); dump != nullptr && dump[0] == '1') {  // triage aid
@@ -202,6 +216,11 @@ inline void map_and_check(const std::function<std::unique_ptr<event_mapper>()>& 
   const auto dropped = map_lines_per_line(*dropping, end, lines, false);
   if (const auto r = map_lines_per_line(*recycling, end, lines, true); r != dropped)
     fail("recycled messages map differently:" + diff(dropped, r));
+  if (make_batched) {
+    const auto batched = make_batched();
+    if (const auto r = map_lines_per_line(*batched, end, lines, true, true); r != dropped)
+      fail("thoughts released a few at a time map differently:" + diff(dropped, r));
+  }
 
   std::vector<std::string> spaced;
   spaced.reserve(lines.size());

@@ -173,6 +173,34 @@ TEST_F(CodexProvider, MessagesOfOneReadAreHandedOnLineByLine) {
   EXPECT_EQ(r.terminal.content.at("text"), " world");
 }
 
+// A turn's buffered thoughts reach the caller in slices (thought_release_batch, take_more): all of them, in order,
+// before the terminal, the same messages as the mapper without a batch.
+TEST_F(CodexProvider, ATurnOfManyThoughtsIsDeliveredWhole) {
+  std::vector<std::string> transcript = {R"({"type":"thread.started","thread_id":"t1"})", R"({"type":"turn.started"})"};
+  std::vector<std::string> thoughts;
+  for (int i = 0; i < 50; ++i) {
+    thoughts.push_back("thought " + std::to_string(i));
+    transcript.push_back(R"({"type":"item.completed","item":{"id":"item_)" + std::to_string(i) +
+                         R"(","type":"reasoning","text":")" + thoughts.back() + R"("}})");
+  }
+  transcript.emplace_back(R"({"type":"item.completed","item":{"id":"item_50","type":"agent_message","text":"done"}})");
+  transcript.emplace_back(R"({"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}})");
+  const std::string file = dir + "/thoughts.jsonl";
+  {
+    std::ofstream f(file);
+    for (const auto& l : transcript) f << l << '\n';
+  }
+  auto r = run(stand_in("replay " + file + " --chunk 100"), "x");
+  EXPECT_FALSE(r.ec);
+  ASSERT_EQ(r.terminal.type, message_type::terminal_completed) << r.terminal.to_json_line();
+  std::vector<std::string> seen;
+  for (const auto& m : r.messages)
+    if (m.type == message_type::assistant_thought) seen.push_back(m.content.at("text").get<std::string>());
+  EXPECT_EQ(seen, thoughts);
+  auto expected = mapped<mapper::codex_mapper>(file, {.status = process::exited{0}});
+  EXPECT_EQ(json_lines(merged_text(r.messages)), json_lines(merged_text(expected)));
+}
+
 TEST_F(CodexProvider, RunCodexBlockingHelper) {
   const std::string fixture = codex_fixtures + "answer.jsonl";
   auto o = stand_in("replay " + fixture);

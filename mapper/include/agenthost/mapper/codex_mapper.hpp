@@ -45,6 +45,11 @@ struct codex_mapper_options {
   /// Append a text delta to an `assistant` message at the end of the output vector instead of adding one (the deltas
   /// of one batch of lines become one message; nothing is held back). Default: false; the provider turns it on.
   bool merge_adjacent_text = false;
+  /// How many buffered thoughts one call appends when the turn ends; take_more() appends the rest, the same number
+  /// at a time (a caller that does not ask gets them, first, from its next call of on_line(), on_oversize_line() or
+  /// finish()). 0: all at once. Default: 0; the provider sets 8, the number of messages of a type a mapper keeps for
+  /// reuse (recycle), so that a turn of thousands of thoughts is handed on in slices the next slice refills.
+  std::size_t thought_release_batch = 0;
 };
 
 class codex_mapper final : public event_mapper {
@@ -68,6 +73,8 @@ class codex_mapper final : public event_mapper {
   void finish(const run_end& end, std::vector<transport::message>& out) override;
   [[nodiscard]] const mapper_stats& stats() const noexcept override;
   void recycle(std::vector<transport::message>& used) override;
+  /// The next thought_release_batch thoughts of a release cut short; false when none is under way.
+  bool take_more(std::vector<transport::message>& out) override;
 
   /// The thread id from `thread.started` (empty before it).
   [[nodiscard]] const std::string& session_id() const noexcept;

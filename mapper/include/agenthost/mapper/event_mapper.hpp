@@ -87,6 +87,14 @@ class event_mapper {
   /// equally correct, and the messages a mapper appends are the same either way. Any messages may be passed, also
   /// ones the caller modified.
   virtual void recycle(std::vector<transport::message>& used) { used.clear(); }
+
+  /// Appends messages the mapper has ready but held back to bound what one call appends (the Codex and OpenCode
+  /// mappers' `thought_release_batch`: a turn's buffered thoughts, a slice at a time). False, appending nothing, when
+  /// none are held back. Call it after on_line() / on_oversize_line() until it returns false, handing each slice on
+  /// (and back through recycle()) in between. Optional: a caller that never calls it loses nothing and gets the same
+  /// messages in the same order, since the next on_line(), on_oversize_line() or finish() appends what is held back
+  /// before anything else.
+  virtual bool take_more(std::vector<transport::message>& /*out*/) { return false; }
 };
 
 }  // namespace agenthost::mapper

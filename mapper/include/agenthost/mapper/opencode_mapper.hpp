@@ -46,6 +46,11 @@ struct opencode_mapper_options {
   /// Append a text part to an `assistant` message at the end of the output vector instead of adding one (the texts
   /// of one batch of lines become one message; nothing is held back). Default: false; the provider turns it on.
   bool merge_adjacent_text = false;
+  /// How many buffered thoughts one call appends when the final step ends; take_more() appends the rest, the same number
+  /// at a time (a caller that does not ask gets them, first, from its next call of on_line(), on_oversize_line() or
+  /// finish()). 0: all at once. Default: 0; the provider sets 8, the number of messages of a type a mapper keeps for
+  /// reuse (recycle), so that a final step of thousands of thoughts is handed on in slices the next slice refills.
+  std::size_t thought_release_batch = 0;
 };
 
 class opencode_mapper final : public event_mapper {
@@ -70,6 +75,8 @@ class opencode_mapper final : public event_mapper {
   void finish(const run_end& end, std::vector<transport::message>& out) override;
   [[nodiscard]] const mapper_stats& stats() const noexcept override;
   void recycle(std::vector<transport::message>& used) override;
+  /// The next thought_release_batch thoughts of a release cut short; false when none is under way.
+  bool take_more(std::vector<transport::message>& out) override;
 
   /// The session id from the first event that carried one (empty before it).
   [[nodiscard]] const std::string& session_id() const noexcept;
