@@ -107,7 +107,10 @@ const std::vector<bench_kind>& all_kinds() {
       {"claude", [] { return b::make_claude_answer(10 * answer_chars()); },
        [](bool merge) { return std::make_unique<m::claude_mapper>(m::claude_mapper_options{.merge_adjacent_text = merge}); }},
       {"codex", [] { return b::make_codex_events(env_size("AGENTHOST_BENCH_CODEX_EVENTS", 1000000)); },
-       [](bool merge) { return std::make_unique<m::codex_mapper>(m::codex_mapper_options{.merge_adjacent_text = merge, .thought_release_batch = kThoughtBatch}); }},
+       [](bool merge) {
+         return std::make_unique<m::codex_mapper>(
+             m::codex_mapper_options{.merge_adjacent_text = merge, .thought_release_batch = kThoughtBatch});
+       }},
       {"gemini", [] { return b::make_gemini_answer(10 * answer_chars()); },
        [](bool merge) { return std::make_unique<m::gemini_mapper>(m::gemini_mapper_options{.merge_adjacent_text = merge}); }},
       {"opencode", [] { return b::make_opencode_steps(env_size("AGENTHOST_BENCH_OPENCODE_EVENTS", 200000)); },
