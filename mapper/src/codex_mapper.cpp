@@ -453,7 +453,7 @@ void codex_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(use
 
 void codex_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;
-  if (m.thoughts.releasing()) m.thoughts.release_all(m.core, out);  // what take_more() was not asked for, first
+  m.thoughts.release_rest(m.core, out);
   if (!m.core.begin_line(line)) return;  // after finish(), or a blank line
   try {
     if (m.parser.parse(line) != simdjson::SUCCESS) {
@@ -468,7 +468,7 @@ void codex_mapper::on_line(std::string_view line, std::vector<message>& out) {
 }
 
 void codex_mapper::on_oversize_line(std::string_view head, std::size_t total_bytes, std::vector<message>& out) {
-  if (impl_->thoughts.releasing()) impl_->thoughts.release_all(impl_->core, out);
+  impl_->thoughts.release_rest(impl_->core, out);
   impl_->core.oversize_line(head, total_bytes);
 }
 

@@ -134,12 +134,15 @@ class held_thoughts {
   void hold(std::string_view text) { texts_.push(text); }
   /// The turn ended: appends the held thoughts, or the first `batch` of them.
   void release(mapper_core& core, std::vector<transport::message>& out);
-  /// Appends every thought still held (a release cut short, before the next line is mapped; the run's end).
+  /// Appends every thought still held (the run's end).
   void release_all(mapper_core& core, std::vector<transport::message>& out);
+  /// Appends the rest of a release cut short, nothing otherwise: before a mapper maps its next line, so that what
+  /// take_more() was not asked for comes first. (Inline: a check per line.)
+  void release_rest(mapper_core& core, std::vector<transport::message>& out) {
+    if (releasing_) release_all(core, out);
+  }
   /// take_more: the next `batch` of a release under way; false (nothing appended) when none is.
   bool release_more(mapper_core& core, std::vector<transport::message>& out);
-  /// A release was cut short: thoughts wait for release_more or release_all.
-  [[nodiscard]] bool releasing() const noexcept { return releasing_; }
 
  private:
   held_texts texts_;

@@ -537,7 +537,7 @@ void opencode_mapper::recycle(std::vector<message>& used) { impl_->core.recycle(
 
 void opencode_mapper::on_line(std::string_view line, std::vector<message>& out) {
   impl& m = *impl_;
-  if (m.thoughts.releasing()) m.thoughts.release_all(m.core, out);  // what take_more() was not asked for, first
+  m.thoughts.release_rest(m.core, out);
   if (!m.core.begin_line(line)) return;  // after finish(), or a blank line
   try {
     if (m.parse(line) != simdjson::SUCCESS) {
@@ -553,7 +553,7 @@ void opencode_mapper::on_line(std::string_view line, std::vector<message>& out) 
 
 void opencode_mapper::on_oversize_line(std::string_view head, std::size_t total_bytes,
                                        std::vector<message>& out) {
-  if (impl_->thoughts.releasing()) impl_->thoughts.release_all(impl_->core, out);
+  impl_->thoughts.release_rest(impl_->core, out);
   impl_->core.oversize_line(head, total_bytes);
 }
 
