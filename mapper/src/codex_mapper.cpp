@@ -358,12 +358,12 @@ struct codex_mapper::impl {
 
   void on_command(std::vector<message>& out, bool completed) {
     const x_item& it = ev.item;
-    // An item seen first as item.completed still carries its command: the call is announced with its real input.
-    // Messages written in place (object_writer): these are most of a run's messages. tool_call_with ignores a call
-    // that is already open (or closed).
-    const bool opened =
-        core.tool_call_with(out, it.id, kShellTool, [&](object_writer& input) { input.string("command", it.command); });
+    // Messages written in place (object_writer): these are most of a run's messages. An item seen first as
+    // item.completed still carries its command: the call is announced with its real input. A call already open (or
+    // closed) is not announced again.
+    auto input = [&](object_writer& w) { w.string("command", it.command); };
     if (!completed) {
+      const bool opened = core.tool_call_with(out, it.id, kShellTool, input);
       // A call just opened has no output yet: an empty one adds nothing (and needs no lookup).
       if (!opened || !it.aggregated_output.empty()) core.tool_update(out, it.id, kShellTool, it.aggregated_output);
       return;
@@ -378,7 +378,7 @@ struct codex_mapper::impl {
       text = failure;
     }
     // The rest of the item; its aggregated_output is the message's output (not repeated: it can be large).
-    core.tool_close_with(out, it.id, kShellTool, text, failed, [&](object_writer& raw) {
+    core.tool_call_and_close_with(out, it.id, kShellTool, input, text, failed, [&](object_writer& raw) {
       raw.string("command", it.command);
       if (it.exit_code) raw.integer("exit_code", *it.exit_code);
       else raw.null("exit_code");

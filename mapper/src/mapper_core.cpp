@@ -6,6 +6,7 @@
 #include <agenthost/process/exit_status.hpp>
 
 #include <algorithm>
+#include <cassert>
 
 namespace agenthost::mapper {
 
@@ -194,25 +195,24 @@ bool recent_ids::contains(std::string_view id, std::uint32_t h) const {
   return slots_.index_at(probe(id, h)) != id_slots::kEmpty;
 }
 
-void recent_ids::insert(std::string_view id, std::uint32_t h) {
+void recent_ids::insert_absent(std::string_view id, std::uint32_t h) {
   if (slots_.slot_count() == 0) slots_.reserve(capacity_);
-  std::size_t position = probe(id, h);
-  if (slots_.index_at(position) != id_slots::kEmpty) return;  // present
+  assert(!contains(id, h));
   std::uint32_t index = 0;
   if (ring_.size() < capacity_) {
     index = static_cast<std::uint32_t>(ring_.size());
     ring_.emplace_back(id);
     hashes_.push_back(h);
   } else {
-    // Full: the oldest id makes room (its string is reused), and the probe is redone (the shift may move entries).
+    // Full: the oldest id makes room (its string is reused). Its slot is the one holding its index: no string compare.
     index = static_cast<std::uint32_t>(oldest_);
-    slots_.erase(probe(ring_[index], hashes_[index]));
+    slots_.erase(slots_.probe(hashes_[index], [&](std::uint32_t i) { return i == index; }));
     ring_[index].assign(id);
     hashes_[index] = h;
     oldest_ = (oldest_ + 1) % capacity_;
-    position = probe(id, h);
   }
-  slots_.fill(position, h, index);
+  // Absent: the probe ends at an empty position, comparing no id.
+  slots_.fill(slots_.probe(h, [](std::uint32_t) { return false; }), h, index);
 }
 
 std::uint32_t open_calls::index_of(std::string_view id, std::uint32_t h) const {
@@ -335,7 +335,7 @@ void mapper_core::end_close(object_writer& c, open_calls::call& call, std::strin
   c.done();
   const std::uint32_t h = call.hash;
   open_.remove(call);
-  closed_ids_.insert(id, h);
+  closed_ids_.insert_absent(id, h);
 }
 
 void mapper_core::tool_close(std::vector<message>& out, std::string_view id, std::string_view name,

@@ -212,7 +212,12 @@ class recent_ids {
   [[nodiscard]] bool contains(std::string_view id, std::uint32_t h) const;
   /// Inserts `id` unless it is present.
   void insert(std::string_view id) { insert(id, id_slots::hash_of(id)); }
-  void insert(std::string_view id, std::uint32_t h);
+  void insert(std::string_view id, std::uint32_t h) {
+    if (!contains(id, h)) insert_absent(id, h);
+  }
+  /// Inserts `id`, which the caller knows is not present (an id that was open until now: open and closed ids are
+  /// disjoint), without looking for it first.
+  void insert_absent(std::string_view id, std::uint32_t h);
 
  private:
   [[nodiscard]] std::size_t probe(std::string_view id, std::uint32_t h) const {
@@ -324,11 +329,7 @@ class mapper_core {
   bool tool_call_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                       FillInput&& fill_input) {
     if (!open_call(id, id_slots::hash_of(id), name)) return false;
-    object_writer c(start_call(out));
-    object_writer input = c.object("input");
-    fill_input(input);
-    input.done();
-    end_call(c, id, name, false);
+    announce_with(out, id, name, fill_input);
     return true;
   }
   /// tool.update with the cumulative output; unchanged output is not repeated. An unknown id gets a synthesized call.
@@ -342,16 +343,22 @@ class mapper_core {
   template <class FillRaw>
   void tool_close_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
                        std::string_view text, bool is_error, FillRaw&& fill_raw) {
+    open_calls::call* const call = close_target(out, id, id_slots::hash_of(id), name);
+    if (call != nullptr) close_with(out, *call, id, name, text, is_error, fill_raw);
+  }
+  /// tool_call_with then tool_close_with, for an event that carries a call and its result at once (Codex's
+  /// item.completed, OpenCode's completed tool part): the same messages, with one lookup of the id instead of two.
+  template <class FillInput, class FillRaw>
+  void tool_call_and_close_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+                                FillInput&& fill_input, std::string_view text, bool is_error, FillRaw&& fill_raw) {
     const std::uint32_t h = id_slots::hash_of(id);
-    open_calls::call* const call = close_target(out, id, h, name);
-    if (call == nullptr) return;
-    object_writer c(start(out, is_error ? transport::message_type::tool_failed
-                                        : transport::message_type::tool_completed).content);
-    begin_close(c, *call, name, text, is_error);
-    object_writer raw = c.object("raw_output");
-    fill_raw(raw);
-    raw.done();
-    end_close(c, *call, id);
+    open_calls::call* call = open_.find(id, h);
+    if (call == nullptr) {
+      if (closed_ids_.contains(id, h)) return;  // a repeated result
+      call = &open_.add(id, h, name);
+      announce_with(out, id, name, fill_input);
+    }
+    close_with(out, *call, id, name, text, is_error, fill_raw);
   }
   [[nodiscard]] bool tool_open(std::string_view id) const;
   [[nodiscard]] std::size_t open_tool_count() const noexcept;
@@ -383,6 +390,28 @@ class mapper_core {
   bool open_call(std::string_view id, std::uint32_t h, std::string_view name);
   nlohmann::json& start_call(std::vector<transport::message>& out);
   static void end_call(object_writer& c, std::string_view id, std::string_view name, bool synthesized);
+  // The tool.call of a call just opened, its input written by fill_input.
+  template <class FillInput>
+  void announce_with(std::vector<transport::message>& out, std::string_view id, std::string_view name,
+                     FillInput& fill_input) {
+    object_writer c(start_call(out));
+    object_writer input = c.object("input");
+    fill_input(input);
+    input.done();
+    end_call(c, id, name, false);
+  }
+  // The tool.completed / tool.failed that closes the open `call`, its raw_output written by fill_raw.
+  template <class FillRaw>
+  void close_with(std::vector<transport::message>& out, open_calls::call& call, std::string_view id,
+                  std::string_view name, std::string_view text, bool is_error, FillRaw& fill_raw) {
+    object_writer c(start(out, is_error ? transport::message_type::tool_failed
+                                        : transport::message_type::tool_completed).content);
+    begin_close(c, call, name, text, is_error);
+    object_writer raw = c.object("raw_output");
+    fill_raw(raw);
+    raw.done();
+    end_close(c, call, id);
+  }
   // The open call to close (announced now when it never was), or nullptr when it was closed already.
   open_calls::call* close_target(std::vector<transport::message>& out, std::string_view id, std::uint32_t h,
                                  std::string_view name);

@@ -432,14 +432,17 @@ struct opencode_mapper::impl {
     const std::string_view id = ev.call_id.empty() ? ev.part_id : ev.call_id;
     const std::string_view name = ev.tool.empty() ? std::string_view("tool") : ev.tool;
     // Copied into the messages in place (object_writer): the event's values are refilled by a later line.
-    core.tool_call_with(out, id, name, [&](object_writer& input) { write_input(input, ev.input); });
+    auto input = [&](object_writer& w) { write_input(w, ev.input); };
     // opencode prints a tool part only once it is completed or failed; another status leaves the call open (closed
     // by a later line, or by finish()).
-    if (ev.status != "completed" && ev.status != "error") return;
+    if (ev.status != "completed" && ev.status != "error") {
+      core.tool_call_with(out, id, name, input);
+      return;
+    }
     const bool is_error = ev.status == "error";
     std::string_view text = is_error ? ev.error_text : ev.output;
     if (is_error && text.empty()) text = "the tool failed";
-    core.tool_close_with(out, id, name, text, is_error, [&](object_writer& raw) {
+    core.tool_call_and_close_with(out, id, name, input, text, is_error, [&](object_writer& raw) {
       raw.copy("metadata", ev.metadata);
       if (is_error && !ev.output.empty()) raw.string("output", ev.output);
       raw.string("status", ev.status);
