@@ -410,6 +410,8 @@ TEST(CodexMapper, OtherToolItems) {
       R"({"type":"item.started","item":{"id":"w","type":"web_search","query":"","action":{"type":"other"}}})",
       R"({"type":"item.completed","item":{"id":"w","type":"web_search","query":"simdjson","action":{"type":"search","query":"simdjson"}}})",
       R"({"type":"item.completed","item":{"id":"bad","type":"command_execution","command":"false","aggregated_output":"","exit_code":1,"status":"failed"}})",
+      // The same result again: the call is closed, nothing is added.
+      R"({"type":"item.completed","item":{"id":"bad","type":"command_execution","command":"false","aggregated_output":"","exit_code":1,"status":"failed"}})",
       R"({"type":"item.started","item":{"id":"todo","type":"todo_list","items":[{"text":"a","completed":false}]}})",
       R"({"type":"item.updated","item":{"id":"todo","type":"todo_list","items":[{"text":"a","completed":false}]}})",
       R"({"type":"item.completed","item":{"id":"todo","type":"todo_list","items":[{"text":"a","completed":true}]}})",
@@ -425,6 +427,8 @@ TEST(CodexMapper, OtherToolItems) {
   EXPECT_EQ(calls[3].content.at("input"), json::object());
   EXPECT_EQ(calls[4].content.at("name"), "web_search");
   EXPECT_EQ(calls[5].content.at("name"), "shell");
+  EXPECT_EQ(calls[5].content.at("input"), (json{{"command", "false"}}));  // announced with its real input
+  EXPECT_FALSE(calls[5].content.contains("synthesized"));
   const auto completed = of_type(out, message_type::tool_completed);
   ASSERT_EQ(completed.size(), 3u);
   EXPECT_EQ(completed[0].content.at("output"), "add a.txt\nupdate b.txt");
