@@ -324,16 +324,17 @@ struct codex_mapper::impl {
   void on_agent_message(std::vector<message>& out, bool completed) {
     const x_item& it = ev.item;
     if (!it.has_text) return;  // nothing to say; a later event may carry the text
-    if (done_items.contains(it.id)) return;  // the same message again
     const std::string_view text = it.text;
     if (completed && message_id.empty()) {
-      // The usual case: the whole message at once, nothing of it emitted before.
+      // The usual case: the whole message at once, nothing of it emitted before (one look at the finished ids:
+      // marked first, so that the same message again adds nothing).
+      if (!done_items.insert(it.id)) return;
       core.text(out, text);
-      done_items.insert(it.id);
       // Keep the text as the final one without copying it again when it is the parser's own buffer.
       if (!parser.take_text(text, final_text)) final_text.assign(text);
       return;
     }
+    if (done_items.contains(it.id)) return;  // the same message again
     if (it.id != message_id) {
       message_id.assign(it.id);
       message_text.clear();
