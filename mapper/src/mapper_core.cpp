@@ -196,7 +196,10 @@ bool recent_ids::contains(std::string_view id, std::uint32_t h) const {
 }
 
 void recent_ids::insert_absent(std::string_view id, std::uint32_t h) {
-  if (slots_.slot_count() == 0) slots_.reserve(capacity_);
+  // A load of at most 1/4 (4 × capacity slots, 32 KiB for the mappers' 1,024): each call probes this table three
+  // times (the look-up when it opens, then the evicted id and its own when it closes); at a load of 1/2 the Codex
+  // mapper ran 7 % slower, at 1/8 no faster.
+  if (slots_.slot_count() == 0) slots_.reserve(2 * capacity_);
   assert(!contains(id, h));
   std::uint32_t index = 0;
   if (ring_.size() < capacity_) {

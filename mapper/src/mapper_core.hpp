@@ -200,7 +200,7 @@ class id_slots {
 };
 
 /// A set of the last `capacity` ids inserted: inserting into a full set forgets the oldest id. Memory grows with the
-/// ids inserted, up to `capacity` of them, plus a table of 2 × capacity 8-byte slots.
+/// ids inserted, up to `capacity` of them, plus a table of 4 × capacity 8-byte slots.
 ///
 /// id_slots over a ring of the ids: a full set replaces the oldest id without allocating. (A node-based
 /// std::unordered_set of views was 18 % of the Codex mapper's time.) The `h` overloads take id_slots::hash_of(id),
