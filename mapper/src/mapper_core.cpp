@@ -270,9 +270,12 @@ void open_calls::clear() noexcept {
 
 bool mapper_core::open_call(std::string_view id, std::uint32_t h, std::string_view name) {
   // The open calls first: a few entries, where the closed ids are every call of the run.
-  if (open_.find(id, h) != nullptr || closed_ids_.contains(id, h)) return false;
-  open_.add(id, h, name);
-  return true;
+  return open_.find(id, h) == nullptr && open_unless_closed(id, h, name) != nullptr;
+}
+
+open_calls::call* mapper_core::open_unless_closed(std::string_view id, std::uint32_t h, std::string_view name) {
+  if (closed_ids_.contains(id, h)) return nullptr;
+  return &open_.add(id, h, name);
 }
 
 json& mapper_core::start_call(std::vector<message>& out) {

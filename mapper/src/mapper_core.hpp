@@ -354,8 +354,8 @@ class mapper_core {
     const std::uint32_t h = id_slots::hash_of(id);
     open_calls::call* call = open_.find(id, h);
     if (call == nullptr) {
-      if (closed_ids_.contains(id, h)) return;  // a repeated result
-      call = &open_.add(id, h, name);
+      call = open_unless_closed(id, h, name);
+      if (call == nullptr) return;  // a repeated result
       announce_with(out, id, name, fill_input);
     }
     close_with(out, *call, id, name, text, is_error, fill_raw);
@@ -388,6 +388,9 @@ class mapper_core {
   // The pieces of tool_call / tool_close around the part the caller fills. `h` is id_slots::hash_of(id), computed
   // once per call of the public functions.
   bool open_call(std::string_view id, std::uint32_t h, std::string_view name);
+  // Adds `id`, which is not open, unless it was closed already (nullptr then): the rule open_call and
+  // tool_call_and_close_with share.
+  open_calls::call* open_unless_closed(std::string_view id, std::uint32_t h, std::string_view name);
   nlohmann::json& start_call(std::vector<transport::message>& out);
   static void end_call(object_writer& c, std::string_view id, std::string_view name, bool synthesized);
   // The tool.call of a call just opened, its input written by fill_input.
