@@ -19,11 +19,13 @@
 //   MessagesOnly       building and destroying fresh copies of the messages the mapper emitted for the first 50 k lines,
 //                      no parsing: what the contract's nlohmann::json content costs when every message is allocated
 //                      anew (as the mappers did before they refilled the messages handed back with recycle())
+//   MapperAcross       only with --across=K[xC]: K mappers take the lines C at a time in turn (K agents served by one
+//                      thread; see run_mapper_across) — what switching between agents' mapper state costs
 // Reported: MB/s (bytes without newlines / CPU time) and lines/s; then a summary table with the medians, Node's
 // readline + JSON.parse (node_baseline.mjs, run when `node` is on PATH) and the ratios the goals are stated in.
 //
 // Flags (before Google Benchmark's own): --kinds=snapshot,delta,tools,claude,codex,gemini,opencode,unmapped --no-node
-// --strict (exit 1 on a missed goal)
+// --strict (exit 1 on a missed goal) --across=K[xC] (the MapperAcross row; C defaults to 13)
 // Environment: AGENTHOST_BENCH_ANSWER_CHARS (snapshot answer; delta uses 10×), AGENTHOST_BENCH_TOOL_TURNS,
 // AGENTHOST_BENCH_CODEX_EVENTS, AGENTHOST_BENCH_OPENCODE_EVENTS, AGENTHOST_BENCH_UNMAPPED_LINES,
 // AGENTHOST_BENCH_DUMP_DIR (write the transcripts there as <kind>.jsonl).
@@ -40,6 +42,7 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
+#include <malloc.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -215,6 +218,64 @@ void run_mapper_batched(benchmark::State& state, const bench_kind& k) {
   }
   benchmark::DoNotOptimize(messages);
   report(state, t);
+}
+
+/// --across=K[xC]: the MapperAcross row (off by default).
+std::size_t g_across_mappers = 0;
+std::size_t g_across_chunk = 13;
+
+/// K mappers (merge_adjacent_text, as the providers run them) take the transcript's lines C at a time in turn — as K
+/// agents whose reads each hold C lines, served by one thread (the scale benchmark's 100 pi-delta agents at 4 ms read
+/// coalescing: C ≈ 13) — their messages handed back after each turn. Each mapper sees the first P = min(lines,
+/// 1,000,000 / K) lines, a coherent stream; they are the same lines for every mapper (hot in cache after the first), so
+/// the gap to MapperBatched is the cost of switching between the mappers' own state (cold in cache at each turn).
+void run_mapper_across(benchmark::State& state, const bench_kind& k) {
+  const transcript& t = get(k).t;
+  const std::size_t mappers = g_across_mappers, chunk = std::max<std::size_t>(1, g_across_chunk);
+  const std::size_t lines = std::min(t.lines.size(), std::max<std::size_t>(1, 1000000 / mappers));
+  std::size_t timed_bytes = 0;  // the lines after the first turn
+  for (std::size_t i = std::min(lines, chunk); i < lines; ++i) timed_bytes += t.lines[i].size();
+  std::size_t messages = 0;
+  std::vector<agenthost::transport::message> out;
+  std::vector<std::unique_ptr<agenthost::mapper::event_mapper>> all;
+  const auto map_turn = [&](agenthost::mapper::event_mapper& mapper, std::size_t at, std::size_t to) {
+    for (std::size_t i = at; i < to; ++i) {
+      mapper.on_line(t.lines[i], out);
+      if (!out.empty() && out.back().type != agenthost::transport::message_type::assistant) {
+        messages += out.size();
+        mapper.recycle(out);
+      }
+      while (mapper.take_more(out)) {
+        messages += out.size();
+        mapper.recycle(out);
+      }
+    }
+    messages += out.size();
+    mapper.recycle(out);
+  };
+  for (auto _ : state) {
+    // Untimed: making the mappers, their first turn (where each allocates its buffers) and dropping them after.
+    state.PauseTiming();
+    all.clear();
+    for (std::size_t i = 0; i < mappers; ++i) {
+      all.push_back(k.make_mapper(true));
+      map_turn(*all.back(), 0, std::min(lines, chunk));
+    }
+    state.ResumeTiming();
+    for (std::size_t at = chunk; at < lines; at += chunk) {
+      const std::size_t to = std::min(lines, at + chunk);
+      for (const auto& mapper : all) map_turn(*mapper, at, to);
+    }
+    for (const auto& mapper : all) {
+      if (mapper->stats().invalid_lines != 0) {
+        state.SkipWithError("a mapper reported invalid lines");
+        break;
+      }
+    }
+  }
+  benchmark::DoNotOptimize(messages);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * mappers * timed_bytes));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * mappers * (lines - std::min(lines, chunk))));
 }
 
 /// The contract messages the (per-line) mapper emits for the first lines of a transcript, one vector per line.
@@ -394,6 +455,21 @@ int main(int argc, char** argv) {
       node = false;
     } else if (a == "--strict") {
       strict = true;
+    } else if (a.rfind("--across=", 0) == 0) {
+      const std::string v(a.substr(9));
+      char* rest = nullptr;
+      g_across_mappers = std::strtoul(v.c_str(), &rest, 10);
+      if (rest != nullptr && *rest == 'x') g_across_chunk = std::strtoul(rest + 1, &rest, 10);
+      if (g_across_mappers == 0 || g_across_chunk == 0 || rest == nullptr || *rest != '\0') {
+        std::fprintf(stderr, "--across=K[xC]: K mappers (> 0), C lines each turn (> 0, default 13)\n");
+        return 2;
+      }
+      // MapperAcross makes K mappers per iteration. glibc would give their memory back to the kernel when they are
+      // dropped (heap trimming, mmap'd blocks) and the next K would fault in fresh pages at their first long line —
+      // ~15 % of that row's time, a cost long-lived agents' mappers pay once. Kept in the heap instead; this applies
+      // to the run's other rows too.
+      ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+      ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
     } else if (a.rfind("--kinds=", 0) == 0) {
       kinds.clear();
       std::stringstream ss{std::string(a.substr(8))};
@@ -438,6 +514,7 @@ int main(int argc, char** argv) {
     add("NlohmannDom", run_nlohmann, 0.2);
     add("LineSplit", run_split, 0.2);
     if (k->emits_messages) add("MessagesOnly", run_messages_only, 0.2);
+    if (g_across_mappers > 0) add("MapperAcross", run_mapper_across, 0.5);
   }
 
   benchmark::Initialize(&n, args.data());
