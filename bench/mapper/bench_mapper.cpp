@@ -30,6 +30,7 @@
 // AGENTHOST_BENCH_CODEX_EVENTS, AGENTHOST_BENCH_OPENCODE_EVENTS, AGENTHOST_BENCH_UNMAPPED_LINES,
 // AGENTHOST_BENCH_DUMP_DIR (write the transcripts there as <kind>.jsonl).
 #include "agent_transcripts.hpp"
+#include "node_runner.hpp"
 #include "pi_transcripts.hpp"
 
 #include <agenthost/mapper/claude_mapper.hpp>
@@ -47,11 +48,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <fstream>
 #include <map>
@@ -180,6 +179,22 @@ void run_mapper(benchmark::State& state, const bench_kind& k) {
   report(state, t);
 }
 
+/// After a line, as the providers and `agenthost map` hand messages on: at the end of a read, and after a line whose
+/// last message cannot grow (anything but an `assistant` text, which the next delta may extend); then a turn's
+/// buffered thoughts, a slice at a time.
+void hand_on(agenthost::mapper::event_mapper& mapper, std::vector<agenthost::transport::message>& out,
+             std::size_t& messages, bool end_of_read) {
+  const bool can_grow = out.empty() || out.back().type == agenthost::transport::message_type::assistant;
+  if (end_of_read || !can_grow) {
+    messages += out.size();
+    mapper.recycle(out);
+  }
+  while (mapper.take_more(out)) {
+    messages += out.size();
+    mapper.recycle(out);
+  }
+}
+
 /// As `agenthost map` and the providers use a mapper: the lines of one read (here 64 KiB of input) map into one
 /// output vector, consumed after the read, with merge_adjacent_text (the text deltas of the read become one message).
 void run_mapper_batched(benchmark::State& state, const bench_kind& k) {
@@ -193,19 +208,9 @@ void run_mapper_batched(benchmark::State& state, const bench_kind& k) {
     std::size_t in_read = 0;
     for (const auto& l : t.lines) {
       mapper.on_line(l, out);
-      // As the providers and `agenthost map` hand messages on: after a line whose last message cannot grow (anything
-      // but an `assistant` text, which the next delta may extend), and at the end of each read.
-      const bool can_grow = out.empty() || out.back().type == agenthost::transport::message_type::assistant;
       const bool read_done = (in_read += l.size() + 1) >= kReadBytes;
       if (read_done) in_read = 0;
-      if (read_done || !can_grow) {
-        messages += out.size();
-        mapper.recycle(out);
-      }
-      while (mapper.take_more(out)) {
-        messages += out.size();
-        mapper.recycle(out);
-      }
+      hand_on(mapper, out, messages, read_done);
     }
     mapper.finish({.status = agenthost::process::exited{0}}, out);
     if (out.empty() || out.back().type != agenthost::transport::message_type::terminal_completed ||
@@ -231,27 +236,19 @@ std::size_t g_across_chunk = 13;
 /// the gap to MapperBatched is the cost of switching between the mappers' own state (cold in cache at each turn).
 void run_mapper_across(benchmark::State& state, const bench_kind& k) {
   const transcript& t = get(k).t;
-  const std::size_t mappers = g_across_mappers, chunk = std::max<std::size_t>(1, g_across_chunk);
+  const std::size_t mappers = g_across_mappers, chunk = g_across_chunk;  // both > 0 (checked with the flag)
   const std::size_t lines = std::min(t.lines.size(), std::max<std::size_t>(1, 1000000 / mappers));
-  std::size_t timed_bytes = 0;  // the lines after the first turn
-  for (std::size_t i = std::min(lines, chunk); i < lines; ++i) timed_bytes += t.lines[i].size();
+  const std::size_t first = std::min(lines, chunk);  // the first turn's lines, not timed
+  std::size_t timed_bytes = 0;
+  for (std::size_t i = first; i < lines; ++i) timed_bytes += t.lines[i].size();
   std::size_t messages = 0;
   std::vector<agenthost::transport::message> out;
-  std::vector<std::unique_ptr<agenthost::mapper::event_mapper>> all;
+  std::vector<mapper_ptr> all;
   const auto map_turn = [&](agenthost::mapper::event_mapper& mapper, std::size_t at, std::size_t to) {
     for (std::size_t i = at; i < to; ++i) {
       mapper.on_line(t.lines[i], out);
-      if (!out.empty() && out.back().type != agenthost::transport::message_type::assistant) {
-        messages += out.size();
-        mapper.recycle(out);
-      }
-      while (mapper.take_more(out)) {
-        messages += out.size();
-        mapper.recycle(out);
-      }
+      hand_on(mapper, out, messages, i + 1 == to);  // a turn is one read
     }
-    messages += out.size();
-    mapper.recycle(out);
   };
   for (auto _ : state) {
     // Untimed: making the mappers, their first turn (where each allocates its buffers) and dropping them after.
@@ -259,10 +256,10 @@ void run_mapper_across(benchmark::State& state, const bench_kind& k) {
     all.clear();
     for (std::size_t i = 0; i < mappers; ++i) {
       all.push_back(k.make_mapper(true));
-      map_turn(*all.back(), 0, std::min(lines, chunk));
+      map_turn(*all.back(), 0, first);
     }
     state.ResumeTiming();
-    for (std::size_t at = chunk; at < lines; at += chunk) {
+    for (std::size_t at = first; at < lines; at += chunk) {
       const std::size_t to = std::min(lines, at + chunk);
       for (const auto& mapper : all) map_turn(*mapper, at, to);
     }
@@ -275,7 +272,7 @@ void run_mapper_across(benchmark::State& state, const bench_kind& k) {
   }
   benchmark::DoNotOptimize(messages);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * mappers * timed_bytes));
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * mappers * (lines - std::min(lines, chunk))));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * mappers * (lines - first)));
 }
 
 /// The contract messages the (per-line) mapper emits for the first lines of a transcript, one vector per line.
@@ -391,42 +388,6 @@ class capture_reporter : public benchmark::ConsoleReporter {
   }
 };
 
-struct node_result {
-  double file_bytes = 0, wall_mbps = 0, cpu_mbps = 0;
-};
-
-bool have_node() { return std::system("node --version > /dev/null 2>&1") == 0; }
-
-/// Runs node_baseline.mjs on the transcripts (dumped to a temporary directory).
-std::map<std::string, node_result> run_node(const std::vector<const bench_kind*>& kinds) {
-  std::map<std::string, node_result> out;
-  char tmpl[] = "/tmp/agenthost-bench-mapper-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return out;
-  const std::filesystem::path dir = tmpl;
-  std::string cmd = std::string("node ") + AGENTHOST_NODE_BASELINE;
-  std::map<std::string, std::string> by_file;
-  for (const auto* k : kinds) {
-    const auto path = dir / (k->name + ".jsonl");
-    std::ofstream(path, std::ios::binary) << get(*k).joined;
-    cmd += " " + path.string();
-    by_file[path.string()] = k->name;
-  }
-  if (FILE* f = ::popen(cmd.c_str(), "r")) {
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), static_cast<int>(buf.size()), f) != nullptr) {
-      const auto j = nlohmann::json::parse(buf.data(), nullptr, false);
-      if (!j.is_object() || !j.contains("file")) continue;
-      const auto it = by_file.find(j["file"].get<std::string>());
-      if (it == by_file.end()) continue;
-      out[it->second] = {j.value("bytes", 0.0), j.value("wall_mbps", 0.0), j.value("cpu_mbps", 0.0)};
-    }
-    ::pclose(f);
-  }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return out;
-}
-
 std::string fmt(double v, int digits = 0) {
   char b[64];
   std::snprintf(b, sizeof b, "%.*f", digits, v);
@@ -459,17 +420,11 @@ int main(int argc, char** argv) {
       const std::string v(a.substr(9));
       char* rest = nullptr;
       g_across_mappers = std::strtoul(v.c_str(), &rest, 10);
-      if (rest != nullptr && *rest == 'x') g_across_chunk = std::strtoul(rest + 1, &rest, 10);
-      if (g_across_mappers == 0 || g_across_chunk == 0 || rest == nullptr || *rest != '\0') {
+      if (*rest == 'x') g_across_chunk = std::strtoul(rest + 1, &rest, 10);
+      if (g_across_mappers == 0 || g_across_chunk == 0 || *rest != '\0') {
         std::fprintf(stderr, "--across=K[xC]: K mappers (> 0), C lines each turn (> 0, default 13)\n");
         return 2;
       }
-      // MapperAcross makes K mappers per iteration. glibc would give their memory back to the kernel when they are
-      // dropped (heap trimming, mmap'd blocks) and the next K would fault in fresh pages at their first long line —
-      // ~15 % of that row's time, a cost long-lived agents' mappers pay once. Kept in the heap instead; this applies
-      // to the run's other rows too.
-      ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
-      ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
     } else if (a.rfind("--kinds=", 0) == 0) {
       kinds.clear();
       std::stringstream ss{std::string(a.substr(8))};
@@ -489,6 +444,14 @@ int main(int argc, char** argv) {
       if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) interleave_given = true;
       args.push_back(argv[i]);
     }
+  }
+  if (g_across_mappers > 0) {
+    // MapperAcross makes K mappers per iteration. glibc would give their memory back to the kernel when they are
+    // dropped (heap trimming, mmap'd blocks) and the next K would fault in fresh pages at their first long line —
+    // ~15 % of that row's time, a cost long-lived agents' mappers pay once. Kept in the heap instead; this applies to
+    // the run's other rows too.
+    ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
   }
   // Repetitions in random interleaved order: the ratios then come from runs that shared the machine's noise.
   static char interleave[] = "--benchmark_enable_random_interleaving=true";
@@ -525,9 +488,13 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   const std::string load_after = load_average();
 
-  const bool run_it = node && have_node();
-  std::map<std::string, node_result> nodes;
-  if (run_it) nodes = run_node(kinds);
+  const bool run_it = node && agenthost::bench::have_node();
+  std::map<std::string, agenthost::bench::node_result> nodes;
+  if (run_it) {
+    std::vector<std::pair<std::string, const std::string*>> transcripts;
+    for (const auto* k : kinds) transcripts.emplace_back(k->name, &get(*k).joined);
+    nodes = agenthost::bench::run_node(AGENTHOST_NODE_BASELINE, transcripts);
+  }
 
   // Summary.
   struct utsname u{};
