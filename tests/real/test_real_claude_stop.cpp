@@ -152,7 +152,8 @@ TEST_F(RealClaude, SigintToTheCliAloneDuringATool) {
 
 // Probe: SIGINT to the group right after the tool_use frame, before the tool runs: Claude 2.1.332 exits 0 at once,
 // without closing the API message (no message_delta / message_stop), without a tool result and without a result line
-// — the same silent exit that, on a loaded machine, also hits a SIGINT while the tool's process is just starting.
+// — the same silent exit that, on a loaded machine, also hits a SIGINT while the tool's process is just starting
+// (sometimes after printing its interruption report's user lines, never its result).
 // Without a caller's cancel that is failed/no_terminal_event (exit 0 without a result is never success). On a slow
 // host the signal can land after the tool started: then claude's interruption report is checked instead.
 TEST_F(RealClaude, SigintBetweenToolUseAndToolStartExits0WithoutAResult) {
@@ -187,9 +188,30 @@ TEST_F(RealClaude, SigintBetweenToolUseAndToolStartExits0WithoutAResult) {
     EXPECT_EQ(closed->content.value("closed_by_finish", false), false);
     return;
   }
-  EXPECT_TRUE(r.raw.of_type("user").empty()) << r.dump();
   EXPECT_EQ(r.terminal.content.at("reason"), "no_terminal_event");
-  EXPECT_EQ(closed->content.value("closed_by_finish", false), true);
+  // Seen once in CI (a loaded machine): the signal landed as claude began its interruption report — it printed the
+  // report's user lines (the call rejected, then "[Request interrupted by user for tool use]") and exited 0 before the
+  // result. Still no result, so the same terminal; the call is then closed by claude's rejection, not by the finish.
+  const auto users = r.raw.of_type("user");
+  bool rejected = false;
+  for (const json* user : users) {
+    const auto& part = user->at("message").at("content").at(0);
+    if (part.value("type", "") == "tool_result") {
+      EXPECT_EQ(part.value("tool_use_id", ""), "call_mock_sleep_2") << r.dump();
+      rejected = true;
+    } else {
+      EXPECT_EQ(part.value("text", ""), "[Request interrupted by user for tool use]") << r.dump();
+    }
+  }
+  if (!users.empty()) {
+    std::cout << "[ real claude ] NOTE: claude printed its interruption report (" << users.size()
+              << " user line(s)) but no result before exiting\n";
+  }
+  EXPECT_EQ(closed->content.value("closed_by_finish", false), !rejected) << closed->content.dump();
+  if (rejected) {
+    EXPECT_EQ(closed->content.value("error", "").rfind("The user doesn't want to proceed", 0), 0u)
+        << closed->content.dump();
+  }
 }
 
 // Probe: SIGTERM (the stop policy pi needs) to the CLI during the tool: Claude kills its tool (SIGKILL: "Exit code
