@@ -1,5 +1,5 @@
-// Internal: the fast path of the pi event parser (message_update, tool_execution_update and unmapped lines read by a
-// strict byte scan); the On-Demand path is in pi_event.cpp and pi_event_message.cpp. See pi_event.hpp.
+// Internal: the fast path of the pi event parser (message_update, tool_execution_update, agent_end and unmapped lines
+// read by a strict byte scan); the On-Demand path is in pi_event.cpp and pi_event_message.cpp. See pi_event.hpp.
 #include "pi_event.hpp"
 
 #include "ondemand_util.hpp"
@@ -298,6 +298,8 @@ bool pi_event_parser::parse_fast_other(std::string_view line) {
       return parse_fast_ignored(line, p);
     case event_kind::tool_execution_update:
       return parse_fast_tool_update(line, p);
+    case event_kind::agent_end:
+      return parse_fast_agent_end(line, p);
     default:
       return false;  // an event whose fields the On-Demand path reads
   }
@@ -309,6 +311,76 @@ bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
   ev_->kind = event_kind::unknown;
   ev_->has_type = true;
   ev_->type_members = 1;
+  return true;
+}
+
+namespace {
+
+/// One of the flags parse_root() reads with opt_bool(): `true` / `false` set `out` (1 / 0); any other valid value
+/// leaves it (a wrong type is an absent flag there too). Only the literal is matched here: a byte after it that is not
+/// ',', '}' or whitespace makes the caller's next member scan fail, and the line goes to the On-Demand path.
+[[gnu::always_inline]] inline const char* fast_flag(const char* p, const char* end, int& out) noexcept {
+  const auto n = static_cast<std::size_t>(end - p);
+  if (n >= 4 && std::memcmp(p, "true", 4) == 0) {
+    out = 1;
+    return p + 4;
+  }
+  if (n >= 5 && std::memcmp(p, "false", 5) == 0) {
+    out = 0;
+    return p + 5;
+  }
+  return raw::skip_value(p, end);
+}
+
+/// The members parse_root() reads on an agent_end line other than its four flags (a second `type` reclassifies it):
+/// strings and numbers, left to the On-Demand path's readers. pi does not write them on agent_end.
+bool agent_end_reads(std::string_view key) noexcept {
+  for (const std::string_view k :
+       {"type", "toolCallId", "toolName", "attempt", "maxAttempts", "delayMs", "errorMessage", "finalError", "reason"})
+    if (key == k) return true;
+  return false;
+}
+
+}  // namespace
+
+// agent_end closes every run and carries the whole session's messages (`messages`): the longest line of a run, by far
+// on a long one. parse_root() reads only flags from it, so it is checked here as an unmapped line is (UTF-8, then
+// each skipped value with skip_value()), instead of being copied to the padded buffer and indexed by simdjson — whose
+// index, four bytes per byte of the line, is allocated for it at the first such line of each mapper.
+bool pi_event_parser::parse_fast_agent_end(std::string_view line, const char* p) {
+  const char* const begin = line.data();
+  const char* const end = begin + line.size();
+  if (!valid_utf8(begin, line.size())) return false;
+  x_event& ev = *ev_;
+  ev.only_update_fields = false;  // the flags are outside message_update's fields
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    if (key == "willRetry") {
+      p = fast_flag(p, end, ev.will_retry);
+    } else if (key == "aborted") {
+      p = fast_flag(p, end, ev.aborted);
+    } else if (key == "success") {
+      p = fast_flag(p, end, ev.success);
+    } else if (key == "isError") {
+      int flag = -1;
+      p = fast_flag(p, end, flag);
+      if (flag >= 0) ev.is_error = flag == 1;
+    } else if (agent_end_reads(key)) {
+      return false;
+    } else {
+      p = raw::skip_value(p, end);
+    }
+    if (p == nullptr) return false;
+  }
+  if (raw::skip_ws(p, end) != end) return false;
+  ev.kind = event_kind::agent_end;
+  ev.has_type = true;
+  ev.type_members = 1;
+  forget_cumulative_text();  // as parse() does after the On-Demand path: no tool output grows after the run's end
   return true;
 }
 

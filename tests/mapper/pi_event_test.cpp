@@ -7,12 +7,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 namespace {
 
 using agenthost::mapper::detail::classify_event;
 using agenthost::mapper::detail::event_kind;
+using agenthost::mapper::detail::x_event;
 
 TEST(PiEvent, ClassifyEventKnowsEveryTypeAndNothingElse) {
   const std::pair<std::string_view, event_kind> known[] = {
@@ -100,6 +102,62 @@ TEST(PiEvent, UnmappedLinesGetTheOnDemandVerdictWhicheverPathChecksThem) {
       EXPECT_EQ(fast_kind, parser.event().kind) << line;
       EXPECT_EQ(fast_kind, line.find(R"("type":"message_end")") == std::string::npos ? event_kind::unknown
                                                                                        : event_kind::message_end);
+    }
+  }
+}
+
+// agent_end, the run's last and longest line (the whole session's messages), is checked by a byte scan that reads
+// only its flags. Whatever path reads it, the event is the On-Demand parser's: each line is also parsed with a space
+// after its '{', which no fast path takes.
+TEST(PiEvent, AgentEndGetsTheOnDemandEventWhicheverPathReadsIt) {
+  const std::string messages =
+      R"("messages":[{"role":"user","content":[{"type":"text","text":"Fix it.\n"}],"timestamp":1},)"
+      R"({"role":"assistant","content":[{"type":"text","text":"Done: caf\u00e9 é"}],"usage":{"input":1.5e3}}])";
+  struct expected {
+    int will_retry = -1, aborted = -1, success = -1;
+    bool is_error = false;
+  };
+  const std::tuple<std::string, bool, expected> lines[] = {
+      {R"({"type":"agent_end",)" + messages + "}", true, {}},
+      {R"({"type":"agent_end",)" + messages + R"(,"willRetry":false})", true, {.will_retry = 0}},
+      {R"({"type":"agent_end",)" + messages + R"(,"willRetry":true,"aborted":false})", true,
+       {.will_retry = 1, .aborted = 0}},
+      {R"({"type":"agent_end","aborted":true,"success":false,"isError":true,)" + messages + "}", true,
+       {.aborted = 1, .success = 0, .is_error = true}},
+      {R"({"type":"agent_end","willRetry":true,"willRetry":false})", true, {.will_retry = 0}},  // the later one
+      {R"({"type":"agent_end","willRetry":"yes","aborted":null,"isError":1})", true, {}},    // wrong types: absent
+      {R"({"type":"agent_end","willRetry":true,"willRetry":null})", true, {.will_retry = 1}},
+      {R"({"type":"agent_end" , "willRetry" : true })", true, {.will_retry = 1}},
+      {R"({"type":"agent_end","errorMessage":"boom","willRetry":false})", true, {.will_retry = 0}},  // On-Demand
+      {R"({"type":"agent_end","reason":"x","attempt":2})", true, {}},
+      {R"({"type":"agent_end","message":{"role":"assistant"},"toolResults":[],"usage":{}})", true, {}},
+      {R"({"type":"agent_end"})", true, {}},
+      {R"({"type":"agent_end","willRetry":truex})", true, {}},  // On-Demand: not a bool, so absent
+      {R"({"type":"agent_end","willRetry":true)", false, {}},                   // no closing brace
+      {R"({"type":"agent_end",)" + messages + "}}", false, {}},                  // a brace too many
+      {R"({"type":"agent_end",)" + messages.substr(0, 60) + "}", false, {}},    // the messages cut off
+      {R"({"type":"agent_end","messages":[{"text":")" + std::string("a\x01") + R"("}]})", false, {}},
+      {R"({"type":"agent_end","messages":[{"text":")" + std::string("\xff") + R"("}]})", false, {}},
+      {R"({"type":"agent_end","willRetry":false} x)", false, {}},
+  };
+  agenthost::mapper::detail::pi_event_parser parser;
+  for (const auto& [line, valid, want] : lines) {
+    const auto exact = std::make_unique<char[]>(line.size());  // under ASan a read past the line's end is an error
+    std::copy(line.begin(), line.end(), exact.get());
+    const bool fast = parser.parse(std::string_view(exact.get(), line.size())) == simdjson::SUCCESS;
+    const x_event ev = parser.event();
+    std::string spaced = line;
+    spaced.insert(1, " ");
+    const bool on_demand = parser.parse(spaced) == simdjson::SUCCESS;
+    EXPECT_EQ(fast, valid) << line;
+    EXPECT_EQ(on_demand, valid) << line;
+    if (!fast || !on_demand) continue;
+    for (const x_event* e : {&ev, &std::as_const(parser).event()}) {
+      EXPECT_EQ(e->kind, event_kind::agent_end) << line;
+      EXPECT_EQ(e->will_retry, want.will_retry) << line;
+      EXPECT_EQ(e->aborted, want.aborted) << line;
+      EXPECT_EQ(e->success, want.success) << line;
+      EXPECT_EQ(e->is_error, want.is_error) << line;
     }
   }
 }
