@@ -184,6 +184,8 @@ class pi_event_parser {
   bool parse_fast_other(std::string_view line);  // any other `type`; the next two: `p` after that `type` string
   bool parse_fast_ignored(std::string_view line, const char* p);
   bool parse_fast_agent_end(std::string_view line, const char* p);
+  template <class Read>
+  bool event_members(std::string_view line, const char* p, event_kind kind, Read&& read);
   [[nodiscard]] bool unmapped_rest_valid(std::string_view line, const char* p) const noexcept;
   bool parse_fast_tool_update(std::string_view line, const char* p);
   const char* fast_tool_result(const char* p, const char* end);

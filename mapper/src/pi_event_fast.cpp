@@ -6,6 +6,7 @@
 #include "raw_scan.hpp"
 
 #include <cstring>
+#include <utility>
 
 namespace agenthost::mapper::detail {
 
@@ -74,6 +75,23 @@ namespace {
   return fast_key(raw::skip_ws(p + 1, end), end, key);
 }
 
+/// The members of a line's root object after its `type` (which ends before `p`), each value read by
+/// `read(key, value)` — the position after the value, or nullptr to give up — and nothing but whitespace after the
+/// object. false when the scan or a read gives up.
+template <class Read>
+[[gnu::always_inline]] inline bool fast_members(const char* p, const char* end, Read&& read) {
+  std::string_view key;
+  for (;;) {
+    bool done = false;
+    p = fast_next_member(p, end, key, done);
+    if (p == nullptr) return false;
+    if (done) break;
+    p = read(key, p);
+    if (p == nullptr) return false;
+  }
+  return raw::skip_ws(p, end) == end;
+}
+
 constexpr std::size_t kMaxMemoPrefix = 4096;
 
 }  // namespace
@@ -90,41 +108,39 @@ bool body_is_text(const char* body, const char* body_end, bool escaped) {
 
 }  // namespace
 
+// The members after `type` (which ends before `p`) of a line of `kind`, each read by `read` (see fast_members), the
+// whole line's UTF-8 checked first; on success the event is of that kind. Its fields are not message_update's.
+template <class Read>
+bool pi_event_parser::event_members(std::string_view line, const char* p, event_kind kind, Read&& read) {
+  if (!valid_utf8(line.data(), line.size())) return false;
+  x_event& ev = *ev_;
+  ev.only_update_fields = false;
+  if (!fast_members(p, line.data() + line.size(), std::forward<Read>(read))) return false;
+  ev.kind = kind;
+  ev.has_type = true;
+  ev.type_members = 1;
+  return true;
+}
+
 // tool_execution_update (pi's cumulative tool output, one line per update): the fields parse_root reads for it —
 // toolCallId, toolName and the text of partialResult/result (tool_result_text's rules, which mirror result_text of the
 // converted value) — with every value validated at least as strictly as to_json() would (validate_value). Any other
 // member, an escaped key or an unusual value → false (the On-Demand path decides). `p` is after the `type` string.
 bool pi_event_parser::parse_fast_tool_update(std::string_view line, const char* p) {
-  const char* const begin = line.data();
-  const char* const end = begin + line.size();
-  if (!valid_utf8(begin, line.size())) return false;
+  const char* const end = line.data() + line.size();
   x_event& ev = *ev_;
-  ev.only_update_fields = false;  // fields outside message_update are set below
-  std::string_view key;
-  for (;;) {
-    bool done = false;
-    p = fast_next_member(p, end, key, done);
-    if (p == nullptr) return false;
-    if (done) break;
-    if (key == "toolCallId") {
-      p = fast_string(p, end, ev.tool_call_id);
-    } else if (key == "toolName") {
-      p = fast_string(p, end, ev.tool_name);
-    } else if (key == "args") {
-      p = raw::skip_value(p, end);  // read for tool_execution_start only
-    } else if (key == "partialResult" || key == "result") {
-      p = fast_tool_result(p, end);
+  const auto read = [&](std::string_view key, const char* v) -> const char* {
+    if (key == "toolCallId") return fast_string(v, end, ev.tool_call_id);
+    if (key == "toolName") return fast_string(v, end, ev.tool_name);
+    if (key == "args") return raw::skip_value(v, end);  // read for tool_execution_start only
+    if (key == "partialResult" || key == "result") {
+      v = fast_tool_result(v, end);
       ev.has_partial_text = true;
-    } else {
-      return false;
+      return v;
     }
-    if (p == nullptr) return false;
-  }
-  if (raw::skip_ws(p, end) != end) return false;
-  ev.kind = event_kind::tool_execution_update;
-  ev.has_type = true;
-  ev.type_members = 1;
-  return true;
+    return nullptr;
+  };
+  return event_members(line, p, event_kind::tool_execution_update, read);
 }
 
 // The result value at `p` (conversion depth 0): its text into the event's partial_text.
@@ -348,38 +364,21 @@ bool agent_end_reads(std::string_view key) noexcept {
 // each skipped value with skip_value()), instead of being copied to the padded buffer and indexed by simdjson — whose
 // index, four bytes per byte of the line, is allocated for it at the first such line of each mapper.
 bool pi_event_parser::parse_fast_agent_end(std::string_view line, const char* p) {
-  const char* const begin = line.data();
-  const char* const end = begin + line.size();
-  if (!valid_utf8(begin, line.size())) return false;
+  const char* const end = line.data() + line.size();
   x_event& ev = *ev_;
-  ev.only_update_fields = false;  // the flags are outside message_update's fields
-  std::string_view key;
-  for (;;) {
-    bool done = false;
-    p = fast_next_member(p, end, key, done);
-    if (p == nullptr) return false;
-    if (done) break;
-    if (key == "willRetry") {
-      p = fast_flag(p, end, ev.will_retry);
-    } else if (key == "aborted") {
-      p = fast_flag(p, end, ev.aborted);
-    } else if (key == "success") {
-      p = fast_flag(p, end, ev.success);
-    } else if (key == "isError") {
+  const auto read = [&](std::string_view key, const char* v) -> const char* {
+    if (key == "willRetry") return fast_flag(v, end, ev.will_retry);
+    if (key == "aborted") return fast_flag(v, end, ev.aborted);
+    if (key == "success") return fast_flag(v, end, ev.success);
+    if (key == "isError") {
       int flag = -1;
-      p = fast_flag(p, end, flag);
+      v = fast_flag(v, end, flag);
       if (flag >= 0) ev.is_error = flag == 1;
-    } else if (agent_end_reads(key)) {
-      return false;
-    } else {
-      p = raw::skip_value(p, end);
+      return v;
     }
-    if (p == nullptr) return false;
-  }
-  if (raw::skip_ws(p, end) != end) return false;
-  ev.kind = event_kind::agent_end;
-  ev.has_type = true;
-  ev.type_members = 1;
+    return agent_end_reads(key) ? nullptr : raw::skip_value(v, end);
+  };
+  if (!event_members(line, p, event_kind::agent_end, read)) return false;
   forget_cumulative_text();  // as parse() does after the On-Demand path: no tool output grows after the run's end
   return true;
 }
@@ -401,7 +400,6 @@ bool pi_event_parser::skip_unmapped(std::string_view line) const noexcept {
 bool pi_event_parser::unmapped_rest_valid(std::string_view line, const char* p) const noexcept {
   const char* const begin = line.data();
   const char* const end = begin + line.size();
-  std::string_view key;
 #if defined(__SSE2__)
   raw::quote_bitmap quotes;
   if (line.back() == '}' && quotes.build(begin, line.size())) {
@@ -430,23 +428,13 @@ bool pi_event_parser::unmapped_rest_valid(std::string_view line, const char* p) 
       p = *p == '"' ? after_string(p) : raw::skip_value(p, end);
       if (p == nullptr || p == end) return false;
     }
-    if (p != last) return false;  // not the object's end, or something after it
-    p = end;
-  } else
-#endif
-  {
-    if (!valid_utf8(begin, line.size())) return false;
-    for (;;) {
-      bool done = false;
-      p = fast_next_member(p, end, key, done);
-      if (p == nullptr) return false;
-      if (done) break;
-      if (key == "type") return false;  // a second `type` reclassifies the event
-      p = raw::skip_value(p, end);
-      if (p == nullptr) return false;
-    }
+    return p == last;  // else not the object's end, or something after it
   }
-  return raw::skip_ws(p, end) == end;
+#endif
+  if (!valid_utf8(begin, line.size())) return false;
+  return fast_members(p, end, [end](std::string_view key, const char* v) noexcept -> const char* {
+    return key == "type" ? nullptr : raw::skip_value(v, end);  // a second `type` reclassifies the event
+  });
 }
 
 // Members of assistantMessageEvent (parse_update's rules); `p` is at the value of member `key`.
@@ -530,46 +518,33 @@ bool pi_event_parser::parse_fast(std::string_view line) {
   bool seen_update = resume;
 
   // Root members after `type` (parse_root's hot branch).
-  std::string_view key;
-  for (;;) {
-    bool done = false;
-    p = fast_next_member(p, end, key, done);
-    if (p == nullptr) return false;
-    if (done) break;
+  const auto read = [&](std::string_view key, const char* v) -> const char* {
     if (key == "assistantMessageEvent") {
-      if (seen_update || p >= end || *p != '{') return false;  // a second one, or not an object
+      if (seen_update || v >= end || *v != '{') return nullptr;  // a second one, or not an object
       seen_update = true;
       ev.has_update = true;
-      p = raw::skip_ws(p + 1, end);
-      if (p < end && *p == '}') {
-        ++p;
-        continue;
-      }
+      v = raw::skip_ws(v + 1, end);
+      if (v < end && *v == '}') return v + 1;
       std::string_view first;
-      p = fast_key(p, end, first);
-      if (p == nullptr) return false;
-      p = fast_update_members(p, end, first, begin, !resume);
-    } else if (key == "message") {
+      v = fast_key(v, end, first);
+      return v == nullptr ? nullptr : fast_update_members(v, end, first, begin, !resume);
+    }
+    if (key == "message") {
       // Before the update: deferred by the On-Demand path; after it: read there only when the update needs it.
-      if (!ev.has_update || ev.needs_snapshot()) return false;
+      if (!ev.has_update || ev.needs_snapshot()) return nullptr;
       // pi ≤ 0.83 writes the cumulative message twice, as the update's `partial` and as `message`, with the same
       // bytes: an object or array with the bytes of one skip_value() accepted ends where that one did, so a memcmp
       // stands in for the second scan (half the work on such a line).
       const std::string_view seen = skipped_partial_;
       if (!seen.empty() && (seen.front() == '{' || seen.front() == '[') &&
-          static_cast<std::size_t>(end - p) >= seen.size() && std::memcmp(p, seen.data(), seen.size()) == 0) {
-        p += seen.size();
-      } else {
-        p = raw::skip_value(p, end);
-      }
-    } else if (key == "type") {
-      return false;  // a second `type` reclassifies the event
-    } else {
-      p = raw::skip_value(p, end);
+          static_cast<std::size_t>(end - v) >= seen.size() && std::memcmp(v, seen.data(), seen.size()) == 0)
+        return v + seen.size();
+      return raw::skip_value(v, end);
     }
-    if (p == nullptr) return false;
-  }
-  if (raw::skip_ws(p, end) != end) return false;
+    if (key == "type") return nullptr;  // a second `type` reclassifies the event
+    return raw::skip_value(v, end);
+  };
+  if (!fast_members(p, end, read)) return false;
 
   if (cut_.offset != 0 && cut_.offset <= kMaxMemoPrefix) {
     memo_prefix_.assign(begin, cut_.offset);
