@@ -348,21 +348,13 @@ namespace {
   return raw::skip_value(p, end);
 }
 
-/// The members parse_root() reads on an agent_end line other than its four flags (a second `type` reclassifies it):
-/// strings and numbers, left to the On-Demand path's readers. pi does not write them on agent_end.
-bool agent_end_reads(std::string_view key) noexcept {
-  for (const std::string_view k :
-       {"type", "toolCallId", "toolName", "attempt", "maxAttempts", "delayMs", "errorMessage", "finalError", "reason"})
-    if (key == k) return true;
-  return false;
-}
-
 }  // namespace
 
 // agent_end closes every run and carries the whole session's messages (`messages`): the longest line of a run, by far
 // on a long one. parse_root() reads only flags from it, so it is checked here as an unmapped line is (UTF-8, then
-// each skipped value with skip_value()), instead of being copied to the padded buffer and indexed by simdjson — whose
-// index, four bytes per byte of the line, is allocated for it at the first such line of each mapper.
+// `messages` with skip_value()), instead of being copied to the padded buffer and indexed by simdjson — whose index,
+// four bytes per byte of the line, is allocated for it at the first such line of each mapper. What pi writes there is
+// `messages` and the flags; any other member goes to the On-Demand path, which reads it as parse_root() does.
 bool pi_event_parser::parse_fast_agent_end(std::string_view line, const char* p) {
   const char* const end = line.data() + line.size();
   x_event& ev = *ev_;
@@ -376,7 +368,7 @@ bool pi_event_parser::parse_fast_agent_end(std::string_view line, const char* p)
       if (flag >= 0) ev.is_error = flag == 1;
       return v;
     }
-    return agent_end_reads(key) ? nullptr : raw::skip_value(v, end);
+    return key == "messages" ? raw::skip_value(v, end) : nullptr;
   };
   if (!event_members(line, p, event_kind::agent_end, read)) return false;
   forget_cumulative_text();  // as parse() does after the On-Demand path: no tool output grows after the run's end
