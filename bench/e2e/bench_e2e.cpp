@@ -25,7 +25,8 @@
 //        --scale-coalesce-ms LIST (default 2,4,5: rows at every K with spawn_options::read_coalescing; 0 = none)
 //        --scale-content LIST (default synthetic,pi-delta,pi-snapshot: what each scale agent streams)
 //        --scale-no-mapper-row on|off, --scale-bare-row on|off (the largest K without the mapper; read by a bare
-//        poll()+read() loop without the library: the floor), --scale-read-each-row on|off (the largest K's
+//        poll()+read() loop without the library: the floor), --scale-bare-parse-row on|off (that floor + simdjson
+//        On-Demand of every line: a parsing host's floor), --scale-read-each-row on|off (the largest K's
 //        coalescing rows again with AGENTHOST_IO_URING=0: one read() per ready pipe), --scale-plain-rows on|off
 //        --scale-agent-tick-ms T (default 1: each fake agent wakes every T ms to write what is due; its lateness
 //        counts as delay)
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
       cfg.scale_no_mapper_row = value() != "off";
     } else if (a == "--scale-bare-row") {
       cfg.scale_bare_row = value() != "off";
+    } else if (a == "--scale-bare-parse-row") {
+      cfg.scale_bare_parse_row = value() != "off";
     } else if (a == "--scale-read-each-row") {
       cfg.scale_read_each_row = value() != "off";
     } else if (a == "--scale-agent-tick-ms") {
@@ -127,7 +130,8 @@ int main(int argc, char** argv) {
                    "usage: agenthost_bench_e2e [--only throughput,latency,scale,memory] [--quick] [--rounds N] [--mb N]\n"
                    "       [--kinds snapshot,delta,tools] [--agents 1,10,50,100] [--scale-seconds S] [--scale-tick-ms 0,2]\n"
                    "       [--scale-coalesce-ms 2,4,5] [--scale-no-mapper-row on|off] [--scale-bare-row on|off]\n"
-                   "       [--scale-read-each-row on|off] [--scale-plain-rows on|off] [--scale-agent-tick-ms 1]\n"
+                   "       [--scale-bare-parse-row on|off] [--scale-read-each-row on|off] [--scale-plain-rows on|off]\n"
+                   "       [--scale-agent-tick-ms 1]\n"
                    "       [--scale-content synthetic,pi-delta,pi-snapshot]\n"
                    "       [--latency-lines N] [--latency-interval-us U] [--no-node] [--keep-files] [--strict]\n");
       return 2;

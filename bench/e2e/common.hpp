@@ -73,6 +73,7 @@ struct config {
   bool scale_plain_rows = true;  // off: only the coalescing rows (for profiling them)
   bool scale_no_mapper_row = true;  // also the largest K without the mapper (the process layer's share)
   bool scale_bare_row = true;  // also the largest K read by a bare poll()+read() loop, no library (the floor)
+  bool scale_bare_parse_row = true;  // also that floor + simdjson On-Demand of every line (a parsing host's floor)
   // also the largest K's coalescing rows with AGENTHOST_IO_URING=0: the poller's one read() per ready pipe
   bool scale_read_each_row = true;
   // How often each fake agent wakes to write what is due (its `rate --tick-ms`): a line is written up to this late,

@@ -9,6 +9,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <simdjson.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <time.h>
@@ -148,7 +150,13 @@ struct cpu_window {
 /// thread that every `tick_ms` poll()s all pipes and read()s each ready one once into one shared 64 KiB buffer,
 /// counting its lines with memchr. No library, no per-agent buffer, no consumer: what the kernel's pipe copy, the
 /// system calls and finding the newlines cost on this machine, measured over the same window as the library's rows.
-scale_row scale_bare(const scale_content& content, int k, double seconds, int tick_ms, int agent_tick_ms) {
+///
+/// With `parse`, the floor of a host that parses its lines: each agent has its own buffer (a line may straddle two
+/// reads), and every whole line gets the mapper benchmark's SimdjsonParseOnly baseline — simdjson On-Demand, iterate
+/// (stage 1 over the whole line) and read `type` — with one parser shared by all agents (always warm). It validates
+/// nothing it does not read, so a mapper, which must report a malformed line, cannot be cheaper than this row.
+scale_row scale_bare(const scale_content& content, int k, double seconds, int tick_ms, int agent_tick_ms,
+                     bool parse) {
   scale_row row;
   row.agents = k;
   row.expected = lines_per_agent(content, seconds) * static_cast<std::uint64_t>(k);
@@ -171,6 +179,34 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
   row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
   cpu_window window(t_spawn0, t_spawned, seconds);
   std::vector<char> buf(std::size_t{64} << 10);
+  // parse: each agent's buffer, [begin, end) its bytes not yet split into lines, simdjson's padding after them.
+  struct agent_buffer {
+    std::vector<char> data;
+    std::size_t begin = 0, end = 0;
+  };
+  constexpr std::size_t kChunk = std::size_t{64} << 10;
+  constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING;
+  std::vector<agent_buffer> bufs(parse ? fds.size() : 0);
+  for (auto& b : bufs) b.data.resize(2 * kChunk + kPad);
+  simdjson::ondemand::parser parser;
+  std::uint64_t type_bytes = 0;
+  const auto parse_lines = [&](agent_buffer& b, std::size_t scan) {
+    while (scan < b.end) {
+      const void* nl = std::memchr(b.data.data() + scan, '\n', b.end - scan);
+      if (nl == nullptr) break;
+      const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - b.data.data());
+      ++row.lines;
+      // Parsed in place: the bytes after the line (the next lines, or the buffer's slack) serve as padding.
+      simdjson::ondemand::document doc;
+      const char* s = b.data.data() + b.begin;
+      if (parser.iterate(simdjson::padded_string_view(s, pos - b.begin, b.data.size() - b.begin)).get(doc) ==
+          simdjson::SUCCESS) {
+        std::string_view type;
+        if (doc["type"].get_string().get(type) == simdjson::SUCCESS) type_bytes += type.size();
+      }
+      b.begin = scan = pos + 1;
+    }
+  };
   std::uint64_t bytes = 0;
   std::size_t open = fds.size();
   for (std::int64_t next = mono_ns(); open > 0 && g_interrupted == 0;) {
@@ -180,23 +216,46 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
     }
     if (window.due(mono_ns())) window.take();
     if (::poll(fds.data(), fds.size(), 0) <= 0) continue;
-    for (auto& f : fds) {
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      auto& f = fds[i];
       if (f.revents == 0) continue;
-      const ssize_t n = ::read(f.fd, buf.data(), buf.size());
+      if (!parse) {
+        const ssize_t n = ::read(f.fd, buf.data(), buf.size());
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (n <= 0) {  // EOF (or an error): this agent is done
+          f.fd = -1;
+          --open;
+          continue;
+        }
+        bytes += static_cast<std::uint64_t>(n);
+        for (const char *p = buf.data(), *e = p + n; (p = static_cast<const char*>(std::memchr(p, '\n', e - p)));
+             ++p)
+          ++row.lines;
+        continue;
+      }
+      agent_buffer& b = bufs[i];
+      if (b.data.size() - b.end < kChunk + kPad) {  // room for a whole read: the partial line moves to the front
+        std::memmove(b.data.data(), b.data.data() + b.begin, b.end - b.begin);
+        b.end -= b.begin;
+        b.begin = 0;
+        if (b.data.size() - b.end < kChunk + kPad) b.data.resize(2 * (b.end + kChunk + kPad));
+      }
+      const ssize_t n = ::read(f.fd, b.data.data() + b.end, kChunk);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (n <= 0) {  // EOF (or an error): this agent is done
+      if (n <= 0) {
         f.fd = -1;
         --open;
         continue;
       }
       bytes += static_cast<std::uint64_t>(n);
-      for (const char *p = buf.data(), *e = p + n; (p = static_cast<const char*>(std::memchr(p, '\n', e - p)));
-           ++p)
-        ++row.lines;
+      const std::size_t scan = b.end;
+      b.end += static_cast<std::size_t>(n);
+      parse_lines(b, scan);
     }
   }
   for (auto& c : children) c.wait();
   window.report(row);
+  row.messages = type_bytes;  // keeps the parse observable
   row.mbps = static_cast<double>(bytes) / 1e6 / seconds;
   row.lps = static_cast<double>(row.lines) / seconds;
   return row;
@@ -384,7 +443,10 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
           "out of the reactor; one poll() over all pending pipes per tick). Rows `bare poll() + read() every T ms, no "
           "library` (largest agent count, after each coalescing setting's rows): the floor under any host at this load "
           "— the same agents from plain posix_spawn, one thread that every T ms polls all pipes and reads each ready "
-          "one once into one shared buffer, counting newlines with memchr; no per-agent state, no consumer. "
+          "one once into one shared buffer, counting newlines with memchr; no per-agent state, no consumer. Rows `bare poll() + read() + simdjson`: the "
+          "floor of a host that parses its lines — the same loop, each agent read into its own buffer, every line "
+          "through simdjson On-Demand (iterate, read `type`: the mapper benchmark's parse-only baseline, validating "
+          "nothing else) with one warm parser shared by all agents. "
           "Coalescing rows read the tick's ready pipes in one io_uring call where the kernel allows it; rows marked "
           "`read() each` (largest agent count, right after the row they repeat) run with AGENTHOST_IO_URING=0: one "
           "read() per ready pipe, the poller's fallback.");
@@ -398,6 +460,7 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
     int coalesce = 0;
     bool bare = false;  // scale_bare(): the floor, no library
     bool read_each = false;  // AGENTHOST_IO_URING=0: the poller's fallback, one read() per ready pipe
+    bool bare_parse = false;  // scale_bare(parse): the floor of a host that parses each line (simdjson)
   };
   for (const auto& content : contents) {
     const bool synthetic = content.file.empty();
@@ -422,22 +485,23 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
         if (cfg.scale_no_mapper_row && cfg.scale_read_each_row)
           runs.push_back({cfg.agents.back(), 0, false, c, false, true});
         if (cfg.scale_bare_row) runs.push_back({cfg.agents.back(), 0, false, c, true});
+        if (cfg.scale_bare_parse_row) runs.push_back({cfg.agents.back(), 0, false, c, true, false, true});
       }
     }
     bool library_met = false;  // some run() row (coalescing or not) at 100 agents meets both targets
     bool library_rows = false;
-    for (const auto& [k, tick, map, coalesce, bare, read_each] : runs) {
+    for (const auto& [k, tick, map, coalesce, bare, read_each, bare_parse] : runs) {
       if (g_interrupted != 0) break;
       if (bare) {
-        const scale_row r = scale_bare(content, k, cfg.scale_seconds, coalesce, cfg.scale_agent_tick_ms);
-        rep.add("| " + content.name + " | " + std::to_string(k) + " | bare poll() + read() every " +
-                std::to_string(coalesce) + " ms, no library | " + fmt(r.spawn_seconds * 1e3) + " ms | " +
+        const scale_row r = scale_bare(content, k, cfg.scale_seconds, coalesce, cfg.scale_agent_tick_ms, bare_parse);
+        rep.add("| " + content.name + " | " + std::to_string(k) + " | bare poll() + read() " +
+                (bare_parse ? "+ simdjson " : "") + "every " + std::to_string(coalesce) + " ms, no library | " + fmt(r.spawn_seconds * 1e3) + " ms | " +
                 fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | – | " +
                 (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
                 (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | – | – | – | – | " +
                 std::to_string(r.lines) + " / " + std::to_string(r.expected) +
                 (r.spawn_failures ? " (" + std::to_string(r.spawn_failures) + " spawn failures)" : "") +
-                " | (floor) |");
+                (bare_parse ? " | (floor, parsing) |" : " | (floor) |"));
         continue;
       }
       scale_row r;
