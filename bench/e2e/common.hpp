@@ -1,22 +1,27 @@
 // What the sections of agenthost_bench_e2e share: the configuration (set from the flags in bench_e2e.cpp), the report
-// they print to, the clocks and formatting, the bare posix_spawn child of the baselines, and the section entry points
-// (throughput.cpp, latency.cpp, scale.cpp, memory.cpp).
+// they print to, the clocks and formatting, the baselines' bare posix_spawn child, line splitter and simdjson parse,
+// and the section entry points (throughput.cpp, latency.cpp, scale.cpp, memory.cpp).
 #pragma once
 
 #include "../mapper/pi_transcripts.hpp"
 
 #include <agenthost/process/child.hpp>
 
+#include <simdjson.h>
+
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,6 +63,62 @@ struct bare_child {
   static bare_child spawn(const std::vector<std::string>& argv, bool inherit_stderr = false);
   int wait();
 };
+
+/// The baselines' line splitter: a child's output is read into it a chunk at a time, and its whole lines are handed on
+/// in place, each with at least simdjson's padding readable after it (the next lines, or the buffer's slack).
+class split_buffer {
+ public:
+  explicit split_buffer(std::size_t chunk) : chunk_(chunk), buf_(2 * chunk + kPad) {}
+
+  /// One read() of up to the chunk size from `fd` (the partial line moved to the front first when room runs out), then
+  /// on_line(data, size, room) for each whole line it completes, `room` the bytes readable from `data`. Returns read()'s
+  /// result (errno as it left it).
+  template <class OnLine>
+  ssize_t read_lines(int fd, OnLine&& on_line) {
+    if (buf_.size() - end_ < chunk_ + kPad) {
+      std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+      if (buf_.size() - end_ < chunk_ + kPad) buf_.resize(2 * (end_ + chunk_ + kPad));
+    }
+    const ssize_t n = ::read(fd, buf_.data() + end_, chunk_);
+    if (n <= 0) return n;
+    std::size_t scan = end_;
+    end_ += static_cast<std::size_t>(n);
+    while (scan < end_) {
+      const void* nl = std::memchr(buf_.data() + scan, '\n', end_ - scan);
+      if (nl == nullptr) break;
+      const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - buf_.data());
+      on_line(buf_.data() + begin_, pos - begin_, buf_.size() - begin_);
+      begin_ = scan = pos + 1;
+    }
+    return n;
+  }
+
+  /// The bytes after the last newline, if any (an unterminated last line), to on_line as read_lines() hands a line.
+  template <class OnLine>
+  void finish(OnLine&& on_line) {
+    if (end_ > begin_) on_line(buf_.data() + begin_, end_ - begin_, buf_.size() - begin_);
+    begin_ = end_;
+  }
+
+ private:
+  static constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING;
+  std::size_t chunk_;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0, end_ = 0;  // [begin_, end_): the bytes not yet handed on
+};
+
+/// The mapper benchmark's SimdjsonParseOnly for one line, parsed in place (`room` bytes readable from `s`: at least
+/// n + SIMDJSON_PADDING): simdjson On-Demand iterate (stage 1 over the whole line), then read `type`. Returns the size
+/// of `type` (0 when the line is not an object with a string `type`), to keep the parse observable.
+inline std::size_t simdjson_type_size(simdjson::ondemand::parser& parser, const char* s, std::size_t n,
+                                      std::size_t room) {
+  simdjson::ondemand::document doc;
+  if (parser.iterate(simdjson::padded_string_view(s, n, room)).get(doc) != simdjson::SUCCESS) return 0;
+  std::string_view type;
+  return doc["type"].get_string().get(type) == simdjson::SUCCESS ? type.size() : 0;
+}
 
 // ---- configuration -----------------------------------------------------------------------------------------------------
 

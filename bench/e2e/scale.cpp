@@ -178,34 +178,15 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
   const std::int64_t t_spawned = mono_ns();
   row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
   cpu_window window(t_spawn0, t_spawned, seconds);
-  std::vector<char> buf(std::size_t{64} << 10);
-  // parse: each agent's buffer, [begin, end) its bytes not yet split into lines, simdjson's padding after them.
-  struct agent_buffer {
-    std::vector<char> data;
-    std::size_t begin = 0, end = 0;
-  };
-  constexpr std::size_t kChunk = std::size_t{64} << 10;
-  constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING;
-  std::vector<agent_buffer> bufs(parse ? fds.size() : 0);
-  for (auto& b : bufs) b.data.resize(2 * kChunk + kPad);
+  std::vector<char> buf(parse ? 0 : std::size_t{64} << 10);
+  // parse: each agent's own buffer (a line may straddle two reads); one parser for all.
+  std::vector<split_buffer> bufs;
+  if (parse) bufs.assign(fds.size(), split_buffer(std::size_t{64} << 10));
   simdjson::ondemand::parser parser;
   std::uint64_t type_bytes = 0;
-  const auto parse_lines = [&](agent_buffer& b, std::size_t scan) {
-    while (scan < b.end) {
-      const void* nl = std::memchr(b.data.data() + scan, '\n', b.end - scan);
-      if (nl == nullptr) break;
-      const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - b.data.data());
-      ++row.lines;
-      // Parsed in place: the bytes after the line (the next lines, or the buffer's slack) serve as padding.
-      simdjson::ondemand::document doc;
-      const char* s = b.data.data() + b.begin;
-      if (parser.iterate(simdjson::padded_string_view(s, pos - b.begin, b.data.size() - b.begin)).get(doc) ==
-          simdjson::SUCCESS) {
-        std::string_view type;
-        if (doc["type"].get_string().get(type) == simdjson::SUCCESS) type_bytes += type.size();
-      }
-      b.begin = scan = pos + 1;
-    }
+  const auto parse_line = [&](const char* s, std::size_t n, std::size_t room) {
+    ++row.lines;
+    type_bytes += simdjson_type_size(parser, s, n, room);
   };
   std::uint64_t bytes = 0;
   std::size_t open = fds.size();
@@ -219,38 +200,18 @@ scale_row scale_bare(const scale_content& content, int k, double seconds, int ti
     for (std::size_t i = 0; i < fds.size(); ++i) {
       auto& f = fds[i];
       if (f.revents == 0) continue;
-      if (!parse) {
-        const ssize_t n = ::read(f.fd, buf.data(), buf.size());
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (n <= 0) {  // EOF (or an error): this agent is done
-          f.fd = -1;
-          --open;
-          continue;
-        }
-        bytes += static_cast<std::uint64_t>(n);
-        for (const char *p = buf.data(), *e = p + n; (p = static_cast<const char*>(std::memchr(p, '\n', e - p)));
-             ++p)
-          ++row.lines;
-        continue;
-      }
-      agent_buffer& b = bufs[i];
-      if (b.data.size() - b.end < kChunk + kPad) {  // room for a whole read: the partial line moves to the front
-        std::memmove(b.data.data(), b.data.data() + b.begin, b.end - b.begin);
-        b.end -= b.begin;
-        b.begin = 0;
-        if (b.data.size() - b.end < kChunk + kPad) b.data.resize(2 * (b.end + kChunk + kPad));
-      }
-      const ssize_t n = ::read(f.fd, b.data.data() + b.end, kChunk);
+      const ssize_t n = parse ? bufs[i].read_lines(f.fd, parse_line) : ::read(f.fd, buf.data(), buf.size());
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (n <= 0) {
+      if (n <= 0) {  // EOF (or an error): this agent is done
         f.fd = -1;
         --open;
         continue;
       }
       bytes += static_cast<std::uint64_t>(n);
-      const std::size_t scan = b.end;
-      b.end += static_cast<std::size_t>(n);
-      parse_lines(b, scan);
+      if (parse) continue;  // its lines are counted as they are parsed
+      for (const char *p = buf.data(), *e = p + n; (p = static_cast<const char*>(std::memchr(p, '\n', e - p)));
+           ++p)
+        ++row.lines;
     }
   }
   for (auto& c : children) c.wait();
@@ -443,10 +404,10 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
           "out of the reactor; one poll() over all pending pipes per tick). Rows `bare poll() + read() every T ms, no "
           "library` (largest agent count, after each coalescing setting's rows): the floor under any host at this load "
           "— the same agents from plain posix_spawn, one thread that every T ms polls all pipes and reads each ready "
-          "one once into one shared buffer, counting newlines with memchr; no per-agent state, no consumer. Rows `bare poll() + read() + simdjson`: the "
-          "floor of a host that parses its lines — the same loop, each agent read into its own buffer, every line "
-          "through simdjson On-Demand (iterate, read `type`: the mapper benchmark's parse-only baseline, validating "
-          "nothing else) with one warm parser shared by all agents. "
+          "one once into one shared buffer, counting newlines with memchr; no per-agent state, no consumer. Rows "
+          "`bare poll() + read() + simdjson`: the floor of a host that parses its lines — the same loop, each agent "
+          "read into its own buffer, every line through simdjson On-Demand (iterate, read `type`: the mapper "
+          "benchmark's parse-only baseline, validating nothing else) with one warm parser shared by all agents. "
           "Coalescing rows read the tick's ready pipes in one io_uring call where the kernel allows it; rows marked "
           "`read() each` (largest agent count, right after the row they repeat) run with AGENTHOST_IO_URING=0: one "
           "read() per ready pipe, the poller's fallback.");
@@ -495,8 +456,8 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
       if (bare) {
         const scale_row r = scale_bare(content, k, cfg.scale_seconds, coalesce, cfg.scale_agent_tick_ms, bare_parse);
         rep.add("| " + content.name + " | " + std::to_string(k) + " | bare poll() + read() " +
-                (bare_parse ? "+ simdjson " : "") + "every " + std::to_string(coalesce) + " ms, no library | " + fmt(r.spawn_seconds * 1e3) + " ms | " +
-                fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | – | " +
+                (bare_parse ? "+ simdjson " : "") + "every " + std::to_string(coalesce) + " ms, no library | " +
+                fmt(r.spawn_seconds * 1e3) + " ms | " + fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | – | " +
                 (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
                 (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | – | – | – | – | " +
                 std::to_string(r.lines) + " / " + std::to_string(r.expected) +

@@ -52,43 +52,19 @@ run_result run_bare(const std::vector<std::string>& argv, bool parse) {
   const double cpu0 = cpu_self_seconds();
   const std::int64_t t0 = mono_ns();
   bare_child c = bare_child::spawn(argv);
-  constexpr std::size_t kChunk = std::size_t{256} << 10;  // the process layer's default read_chunk_bytes
-  constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING;
-  std::vector<char> buf(2 * kChunk + kPad);
-  std::size_t begin = 0, end = 0;
+  split_buffer buf(std::size_t{256} << 10);  // the process layer's default read_chunk_bytes
   simdjson::ondemand::parser parser;
   std::size_t type_bytes = 0;
-  const auto on_line = [&](const char* s, std::size_t n) {
+  const auto on_line = [&](const char* s, std::size_t n, std::size_t room) {
     ++r.lines;
-    if (!parse) return;
-    simdjson::ondemand::document doc;
-    // Parsed in place: the bytes after the line (the next lines, or the buffer's slack) serve as padding.
-    const std::size_t room = buf.size() - static_cast<std::size_t>(s - buf.data());
-    if (parser.iterate(simdjson::padded_string_view(s, n, room)).get(doc) != simdjson::SUCCESS) return;
-    std::string_view type;
-    if (doc["type"].get_string().get(type) == simdjson::SUCCESS) type_bytes += type.size();
+    if (parse) type_bytes += simdjson_type_size(parser, s, n, room);
   };
   for (;;) {
-    if (buf.size() - end < kChunk + kPad) {
-      std::memmove(buf.data(), buf.data() + begin, end - begin);
-      end -= begin;
-      begin = 0;
-      if (buf.size() - end < kChunk + kPad) buf.resize(2 * (end + kChunk + kPad));
-    }
-    const ssize_t n = ::read(c.out, buf.data() + end, kChunk);
+    const ssize_t n = buf.read_lines(c.out, on_line);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    std::size_t scan = end;
-    end += static_cast<std::size_t>(n);
-    while (scan < end) {
-      const void* nl = std::memchr(buf.data() + scan, '\n', end - scan);
-      if (nl == nullptr) break;
-      const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
-      on_line(buf.data() + begin, pos - begin);
-      begin = scan = pos + 1;
-    }
   }
-  if (end > begin) on_line(buf.data() + begin, end - begin);
+  buf.finish(on_line);
   r.seconds = static_cast<double>(mono_ns() - t0) / 1e9;
   r.cpu = cpu_self_seconds() - cpu0;
   const int status = c.wait();
