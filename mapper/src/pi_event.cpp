@@ -181,7 +181,8 @@ error_code pi_event_parser::parse(std::string_view line) {
   deferred_partial_ = {};
   deferred_message_ = {};
   reserve_padded(buffer_, capacity_, parser_, line.size() + simdjson::SIMDJSON_PADDING);
-  if (parse_fast(line)) return simdjson::SUCCESS;
+  took_fast_ = parse_fast(line);
+  if (took_fast_) return simdjson::SUCCESS;
   ev_->reset();  // the fast path gave up: whatever it set is discarded
 
   std::memcpy(buffer_.get(), line.data(), line.size());

@@ -176,6 +176,8 @@ class pi_event_parser {
   /// valid until the next parse() of any of them on this thread, so read it right after parse(), on the same thread.
   [[nodiscard]] const x_event& event() const noexcept { return *ev_; }
   [[nodiscard]] x_event& event() noexcept { return *ev_; }
+  /// Whether the last parse() read its line with a byte-scan fast path (else On-Demand did): for tests.
+  [[nodiscard]] bool took_fast_path() const noexcept { return took_fast_; }
 
  private:
   // Fast path for message_update lines (pi's per-token event): a strict byte-level scan that either produces the
@@ -184,6 +186,13 @@ class pi_event_parser {
   bool parse_fast_other(std::string_view line);  // any other `type`; the next two: `p` after that `type` string
   bool parse_fast_ignored(std::string_view line, const char* p);
   bool parse_fast_agent_end(std::string_view line, const char* p);
+  // message_start / message_end / turn_end (pi_event_fast_message.cpp).
+  bool parse_fast_message_event(std::string_view line, const char* p, event_kind kind);
+  const char* fast_message(const char* p, const char* end, x_message& m, bool header_only);
+  const char* fast_blocks(const char* p, const char* end, x_message& m);
+  const char* fast_block(const char* p, const char* end, x_block& b);
+  const char* fast_tool_results(const char* p, const char* end);
+  [[nodiscard]] bool result_json_ignored(const x_message& m, bool header_only) const;
   template <class Read>
   bool event_members(std::string_view line, const char* p, event_kind kind, Read&& read);
   [[nodiscard]] bool unmapped_rest_valid(std::string_view line, const char* p) const noexcept;
@@ -228,6 +237,7 @@ class pi_event_parser {
   x_event* ev_ = &thread_event();
   // Fast path: unescaped strings are written to buffer_ (unused by that path otherwise) from scratch_ on.
   char* scratch_ = nullptr;
+  bool took_fast_ = false;
   const simdjson::implementation* utf8_ = utf8_kernel();  // for validate_utf8 without a dispatch per line
   std::unique_ptr<char[]> buffer_;
   std::size_t capacity_ = 0;

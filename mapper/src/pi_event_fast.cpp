@@ -1,14 +1,18 @@
 // Internal: the fast path of the pi event parser (message_update, tool_execution_update, agent_end and unmapped lines
-// read by a strict byte scan); the On-Demand path is in pi_event.cpp and pi_event_message.cpp. See pi_event.hpp.
+// read by a strict byte scan; message_start, message_end and turn_end in pi_event_fast_message.cpp); the On-Demand
+// path is in pi_event.cpp and pi_event_message.cpp. See pi_event.hpp.
 #include "pi_event.hpp"
 
 #include "ondemand_util.hpp"
+#include "pi_event_scan.hpp"
 #include "raw_scan.hpp"
 
 #include <cstring>
 #include <utility>
 
 namespace agenthost::mapper::detail {
+
+using namespace pi_scan;
 
 // ---- fast path ---------------------------------------------------------------------------------------------------
 //
@@ -48,50 +52,6 @@ const char* pi_event_parser::fast_string(const char* p, const char* end, std::st
 
 namespace {
 
-/// A key without escape sequences at `p`, then ':' : returns the position of its value. (Inline, as
-/// fast_next_member: a call for each member of every line cost more than the scan of a short key.)
-[[gnu::always_inline]] inline const char* fast_key(const char* p, const char* end, std::string_view& key) noexcept {
-  if (p >= end || *p != '"') return nullptr;
-  const char* body_end = nullptr;
-  bool escaped = false;
-  const char* next = raw::scan_string(p, end, body_end, escaped);
-  if (next == nullptr || escaped) return nullptr;
-  key = std::string_view(p + 1, static_cast<std::size_t>(body_end - (p + 1)));
-  next = raw::skip_ws(next, end);
-  if (next >= end || *next != ':') return nullptr;
-  return raw::skip_ws(next + 1, end);
-}
-
-/// After a member's value: the next member's value (its key in `key`), or `end_of_object` set after '}'.
-[[gnu::always_inline]] inline const char* fast_next_member(const char* p, const char* end, std::string_view& key,
-                                                          bool& end_of_object) noexcept {
-  p = raw::skip_ws(p, end);
-  if (p >= end) return nullptr;
-  if (*p == '}') {
-    end_of_object = true;
-    return p + 1;
-  }
-  if (*p != ',') return nullptr;
-  return fast_key(raw::skip_ws(p + 1, end), end, key);
-}
-
-/// The members of a line's root object after its `type` (which ends before `p`), each value read by
-/// `read(key, value)` — the position after the value, or nullptr to give up — and nothing but whitespace after the
-/// object. false when the scan or a read gives up.
-template <class Read>
-[[gnu::always_inline]] inline bool fast_members(const char* p, const char* end, Read&& read) {
-  std::string_view key;
-  for (;;) {
-    bool done = false;
-    p = fast_next_member(p, end, key, done);
-    if (p == nullptr) return false;
-    if (done) break;
-    p = read(key, p);
-    if (p == nullptr) return false;
-  }
-  return raw::skip_ws(p, end) == end;
-}
-
 constexpr std::size_t kMaxMemoPrefix = 4096;
 
 }  // namespace
@@ -107,20 +67,6 @@ bool body_is_text(const char* body, const char* body_end, bool escaped) {
 }
 
 }  // namespace
-
-// The members after `type` (which ends before `p`) of a line of `kind`, each read by `read` (see fast_members), the
-// whole line's UTF-8 checked first; on success the event is of that kind. Its fields are not message_update's.
-template <class Read>
-bool pi_event_parser::event_members(std::string_view line, const char* p, event_kind kind, Read&& read) {
-  if (!valid_utf8(line.data(), line.size())) return false;
-  x_event& ev = *ev_;
-  ev.only_update_fields = false;
-  if (!fast_members(p, line.data() + line.size(), std::forward<Read>(read))) return false;
-  ev.kind = kind;
-  ev.has_type = true;
-  ev.type_members = 1;
-  return true;
-}
 
 // tool_execution_update (pi's cumulative tool output, one line per update): the fields parse_root reads for it —
 // toolCallId, toolName and the text of partialResult/result (tool_result_text's rules, which mirror result_text of the
@@ -303,8 +249,9 @@ constexpr std::size_t kTypeAt = sizeof kTypeKey - 1;
 
 }  // namespace
 
-// A line that is not a message_update: `{"type":` and a string, then by that type either the tool-update fast path,
-// the ignored-line check below, or false (the On-Demand path reads the other mapped events).
+// A line that is not a message_update: `{"type":` and a string, then by that type the fast path of tool updates,
+// agent_end or messages (message_start, message_end, turn_end), the ignored-line check below, or false (the On-Demand
+// path reads the other mapped events).
 bool pi_event_parser::parse_fast_other(std::string_view line) {
   event_kind kind = event_kind::unknown;
   const char* const p = leading_type(line, kind);
@@ -316,6 +263,10 @@ bool pi_event_parser::parse_fast_other(std::string_view line) {
       return parse_fast_tool_update(line, p);
     case event_kind::agent_end:
       return parse_fast_agent_end(line, p);
+    case event_kind::message_start:
+    case event_kind::message_end:
+    case event_kind::turn_end:
+      return parse_fast_message_event(line, p, kind);
     default:
       return false;  // an event whose fields the On-Demand path reads
   }
@@ -329,26 +280,6 @@ bool pi_event_parser::parse_fast_ignored(std::string_view line, const char* p) {
   ev_->type_members = 1;
   return true;
 }
-
-namespace {
-
-/// One of the flags parse_root() reads with opt_bool(): `true` / `false` set `out` (1 / 0); any other valid value
-/// leaves it (a wrong type is an absent flag there too). Only the literal is matched here: a byte after it that is not
-/// ',', '}' or whitespace makes the caller's next member scan fail, and the line goes to the On-Demand path.
-[[gnu::always_inline]] inline const char* fast_flag(const char* p, const char* end, int& out) noexcept {
-  const auto n = static_cast<std::size_t>(end - p);
-  if (n >= 4 && std::memcmp(p, "true", 4) == 0) {
-    out = 1;
-    return p + 4;
-  }
-  if (n >= 5 && std::memcmp(p, "false", 5) == 0) {
-    out = 0;
-    return p + 5;
-  }
-  return raw::skip_value(p, end);
-}
-
-}  // namespace
 
 // agent_end closes every run and carries the whole session's messages (`messages`): the longest line of a run, by far
 // on a long one. parse_root() reads only flags from it, so it is checked here as an unmapped line is (UTF-8, then

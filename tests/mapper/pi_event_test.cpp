@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -160,6 +161,166 @@ TEST(PiEvent, AgentEndGetsTheOnDemandEventWhicheverPathReadsIt) {
       EXPECT_EQ(e->is_error, want.is_error) << line;
     }
   }
+}
+
+// Everything parse_message() and parse_tool_results() put into an event, as text (numbers exactly, as hex floats).
+std::string describe(const agenthost::mapper::detail::x_message& m) {
+  std::string s;
+  const auto add = [&s](std::string_view name, std::string_view value) {
+    s.append(name).append("=").append(value).append(";");
+  };
+  const auto number = [](double d) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", d);
+    return std::string(buf);
+  };
+  add("present", m.present ? "1" : "0");
+  add("role", m.role);
+  add("stop", m.stop_reason);
+  add("error", m.has_error_message ? m.error_message : "(none)");
+  add("model", m.model);
+  add("call", m.tool_call_id);
+  add("tool", m.tool_name);
+  add("is_error", m.is_error ? "1" : "0");
+  add("has_content", m.has_content ? "1" : "0");
+  for (std::size_t i = 0; i < m.nblocks; ++i) {
+    const auto& b = m.blocks[i];
+    add("block", std::to_string(static_cast<int>(b.kind)));
+    add("text", b.text);
+    add("id", b.id);
+    add("name", b.name);
+    add("arguments", b.has_arguments ? b.arguments.dump() : "(none)");
+  }
+  add("content_json", m.has_content_json ? m.content_json.dump() : "(none)");
+  add("details", m.has_details ? m.details.dump() : "(none)");
+  const auto& u = m.usage;
+  add("usage", u.present ? "1" : "0");
+  for (const double d : {u.input, u.output, u.cache_read, u.cache_write, u.total_tokens, u.reasoning, u.cost_input,
+                         u.cost_output, u.cost_cache_read, u.cost_cache_write, u.cost_total})
+    add("n", number(d));
+  add("reasoning", u.has_reasoning ? "1" : "0");
+  add("cost", u.has_cost ? "1" : "0");
+  return s;
+}
+
+std::string describe(const x_event& ev) {
+  std::string s = "kind=" + std::to_string(static_cast<int>(ev.kind)) + ";message{" + describe(ev.message) + "}";
+  for (std::size_t i = 0; i < ev.ntool_results; ++i) s += ";result{" + describe(ev.tool_results[i]) + "}";
+  return s;
+}
+
+// message_start, message_end and turn_end carry whole messages; a byte scan reads those it can read exactly as
+// parse_message() does and leaves the rest to On-Demand. Whatever path reads a line, the event is the On-Demand
+// parser's: each line is also parsed with a space after its '{', which no fast path takes. `fast` says which lines the
+// byte scan must take (pi's own spelling of each event, and the variations it reads).
+TEST(PiEvent, MessageEventsGetTheOnDemandEventWhicheverPathReadsThem) {
+  const std::string usage =
+      R"("usage":{"input":5000,"output":900,"cacheRead":3,"cacheWrite":4,"totalTokens":5907,)"
+      R"("cost":{"input":0.0012,"output":0.30000000000000004,"cacheRead":0.25,"cacheWrite":0,"total":1.5}})";
+  const std::string assistant =
+      R"({"role":"assistant","content":[{"type":"thinking","thinking":"Plan \"it\".","thinkingSignature":"r"},)"
+      R"({"type":"text","text":"caf\u00e9 é\n"},)"
+      R"({"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"ls -la","n":[1,-2,true,null,{}]}}],)"
+      R"("api":"openai-completions","provider":"local","model":"fake-model",)" +
+      usage + R"(,"stopReason":"toolUse","timestamp":1795978154187,"responseId":"chatcmpl-fake"})";
+  const std::string closed_result =
+      R"({"role":"toolResult","toolCallId":"closed","toolName":"bash","content":[{"type":"text","text":"ok\n"}],)"
+      R"("details":{"exitCode":0,"lines":[1,2.5]},"isError":false,"timestamp":1795978154667})";
+  const std::string open_result =
+      R"({"role":"toolResult","toolCallId":"open","toolName":"bash","content":[{"type":"text","text":"ok"}],)"
+      R"("details":{"exitCode":1},"isError":true})";
+  const std::pair<std::string, bool> fast_lines[] = {
+      {R"({"type":"message_start","message":{"role":"user","content":[{"type":"text","text":"Fix it.\n"}],"timestamp":1}})", true},
+      {R"({"type":"message_start","message":{"role":"assistant","content":[],"model":"m","stopReason":"pending"}})", true},
+      {R"({"type":"message_end","message":)" + assistant + "}", true},
+      {R"({"type":"message_start","message":)" + assistant + "}", true},
+      {R"({"type":"message_end","message":)" + closed_result + "}", true},
+      {R"({"type":"message_start","message":)" + open_result + "}", true},  // header only: its JSON is not built
+      {R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[)" + closed_result + "," + closed_result +
+           "]}", true},
+      {R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[]})", true},
+      {R"({"type":"message_end","message":{"role":"assistant","content":"plain","errorMessage":"429 \u0041","stopReason":"error"}})", true},
+      {R"({"type":"message_end","message":{"role":"assistant","content":5,"usage":{"input":1,"reasoning":12,"cost":{}}}})", true},
+      {R"({"type":"message_end","message":{"role":"assistant","content":[1,"x",[],{"type":"text","text":"a","text":"b"}]}})", true},
+      {R"({"type":"message_end","message":{"role":"assistant","content":[{"text":"a"}],"content":[{"type":"thinking","text":"t","thinking":"th"}]}})", true},
+      {R"({"type":"message_end","message":{"content":[{"type":"text","text":"before role"}],"role":"assistant","details":{"a":1}}})", true},
+      {R"({"type":"message_end","message":{"role":"assistant","isError":"yes","stopReason":"stop","stopReason":"end"}})", true},
+      {R"({"type":"message_end","message":{"role":"custom","content":[{"type":"image","data":"AAAA"}]}})", true},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":0.5,"input":7}}})", true},
+      {R"({"type":"message_end" , "message" : { "role" : "assistant" , "content" : [ { "type" : "text" , "text" : "spaced" } ] } })", true},
+      {R"({"type":"message_end","message":{}})", true},
+      // Left to On-Demand (same event, or the same verdict).
+      {R"({"type":"message_end","message":)" + open_result + "}", false},  // the result of an open call is built
+      {R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[)" + open_result + "]}", false},
+      {R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":null})", false},
+      {R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[1]})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","arguments":{"n":2.5}}]}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","arguments":{"n": 2}}]}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":1.5e3}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":-1}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":01}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":"many"}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"cost":"free"}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":null}})", false},
+      {R"({"type":"message_end","message":{"role":5,"content":[{"type":"text","text":"a"}]}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":7}]}})", false},
+      {R"({"type":"message_end","message":null})", false},
+      {R"({"type":"message_end","message":{"role":"assistant"},"message":{"role":"user"}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant"},"toolCallId":"x"})", false},
+      {R"({"type":"message_end","message":{"r\u006fle":"assistant"}})", false},
+      {R"({"message":{"role":"assistant"},"type":"message_end"})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","timestamp":)" + std::string(70, '[') +
+           std::string(70, ']') + "}}", false},
+  };
+  const std::string bad_lines[] = {
+      R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"open]}})",
+      R"({"type":"message_end","message":{"role":"assistant"}}x)",
+      R"({"type":"message_end","message":{"role":"assistant","content":[}})",
+      R"({"type":"turn_end","message":{"role":"assistant"},"toolResults":[{"role":"toolResult",}]})",
+      R"({"type":"message_end","message":{"role":"assistant","model":")" "\xff" R"("}})",
+      R"({"type":"message_end","message":{"role":"assistant","model":"a)" "\x01" R"("}})",
+  };
+  agenthost::mapper::detail::pi_event_parser parser;
+  parser.set_closed_call_check([](std::string_view id) { return id == "closed"; });
+  const auto parse_exact = [&parser](const std::string& line) {
+    const auto exact = std::make_unique<char[]>(line.size());  // under ASan a read past the line's end is an error
+    std::copy(line.begin(), line.end(), exact.get());
+    return parser.parse(std::string_view(exact.get(), line.size())) == simdjson::SUCCESS;
+  };
+  for (const auto& [line, fast] : fast_lines) {
+    ASSERT_TRUE(parse_exact(line)) << line;
+    EXPECT_EQ(parser.took_fast_path(), fast) << line;
+    const std::string scanned = describe(parser.event());
+    std::string spaced = line;
+    spaced.insert(1, " ");
+    ASSERT_EQ(parser.parse(spaced), simdjson::SUCCESS) << line;
+    EXPECT_FALSE(parser.took_fast_path()) << line;
+    EXPECT_EQ(scanned, describe(parser.event())) << line;
+  }
+  for (const auto& line : bad_lines) {
+    EXPECT_FALSE(parse_exact(line)) << line;
+    std::string spaced = line;
+    spaced.insert(1, " ");
+    EXPECT_NE(parser.parse(spaced), simdjson::SUCCESS) << line;
+  }
+  // What the byte scan read, field by field, on pi's own lines.
+  ASSERT_TRUE(parse_exact(R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[)" + closed_result + "]}"));
+  ASSERT_TRUE(parser.took_fast_path());
+  const x_event& ev = parser.event();
+  EXPECT_EQ(ev.kind, event_kind::turn_end);
+  ASSERT_EQ(ev.message.nblocks, 3U);
+  EXPECT_EQ(ev.message.blocks[0].text, "Plan \"it\".");
+  EXPECT_EQ(ev.message.blocks[1].text, "caf\u00e9 \u00e9\n");
+  EXPECT_EQ(ev.message.blocks[2].kind, agenthost::mapper::detail::block_kind::tool_call);
+  EXPECT_EQ(ev.message.blocks[2].arguments, nlohmann::json::parse(R"({"command":"ls -la","n":[1,-2,true,null,{}]})"));
+  EXPECT_EQ(ev.message.stop_reason, "toolUse");
+  EXPECT_EQ(ev.message.usage.input, 5000);
+  EXPECT_EQ(ev.message.usage.cost_input, 0.0012);
+  EXPECT_EQ(ev.message.usage.cost_output, 0.30000000000000004);
+  ASSERT_EQ(ev.ntool_results, 1U);
+  EXPECT_EQ(ev.tool_results[0].tool_call_id, "closed");
+  EXPECT_TRUE(ev.tool_results[0].has_content);
+  EXPECT_FALSE(ev.tool_results[0].has_content_json);  // a closed call's result is checked, not built
 }
 
 // skip_unmapped() only answers for a line whose first member is `type` naming an unmapped event; it never parses, so
