@@ -1,10 +1,12 @@
 // The pi line parser's internals (mapper/src/pi_event.hpp) that the mapper's behaviour tests reach only in part.
+#include "mapper_test_util.hpp"
 #include "pi_event.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -321,6 +323,31 @@ TEST(PiEvent, MessageEventsGetTheOnDemandEventWhicheverPathReadsThem) {
   EXPECT_EQ(ev.tool_results[0].tool_call_id, "closed");
   EXPECT_TRUE(ev.tool_results[0].has_content);
   EXPECT_FALSE(ev.tool_results[0].has_content_json);  // a closed call's result is checked, not built
+}
+
+// pi's own message events (every recorded and derived pi transcript of fixtures/pi) take the byte scan, with the
+// On-Demand event. Every call counts as closed here, as it is by the time pi writes its result's message_end.
+TEST(PiEvent, RecordedMessageEventsTakeTheByteScan) {
+  agenthost::mapper::detail::pi_event_parser parser;
+  parser.set_closed_call_check([](std::string_view) { return true; });
+  std::size_t checked = 0;
+  for (const char* dir : {"", "recorded"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(agenthost::mapper::test::fixture_path(dir))) {
+      if (entry.path().extension() != ".jsonl") continue;
+      for (const std::string& line : agenthost::mapper::test::read_lines(entry.path().string())) {
+        if (line.rfind(R"({"type":"message_start")", 0) != 0 && line.rfind(R"({"type":"message_end")", 0) != 0 &&
+            line.rfind(R"({"type":"turn_end")", 0) != 0)
+          continue;
+        ASSERT_EQ(parser.parse(line), simdjson::SUCCESS) << line;
+        EXPECT_TRUE(parser.took_fast_path()) << entry.path() << ": " << line;
+        const std::string scanned = describe(parser.event());
+        ASSERT_EQ(parser.parse("{ " + line.substr(1)), simdjson::SUCCESS) << line;
+        EXPECT_EQ(scanned, describe(parser.event())) << line;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 100U);
 }
 
 // skip_unmapped() only answers for a line whose first member is `type` naming an unmapped event; it never parses, so
