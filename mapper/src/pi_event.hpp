@@ -197,6 +197,7 @@ class pi_event_parser {
   bool event_members(std::string_view line, const char* p, event_kind kind, Read&& read);
   [[nodiscard]] bool unmapped_rest_valid(std::string_view line, const char* p) const noexcept;
   bool parse_fast_tool_update(std::string_view line, const char* p);
+  bool parse_fast_tool_execution(std::string_view line, const char* p, event_kind kind);
   const char* fast_tool_result(const char* p, const char* end);
   const char* fast_content_text(const char* p, const char* end, int depth);
   const char* fast_content_item(const char* p, const char* end, int depth, bool& first);

@@ -89,6 +89,39 @@ bool pi_event_parser::parse_fast_tool_update(std::string_view line, const char* 
   return event_members(line, p, event_kind::tool_execution_update, read);
 }
 
+// tool_execution_start / tool_execution_end: the fields parse_root() reads for them — toolCallId, toolName, the start's
+// `args` and the end's `result` (built with raw_to_json(), which converts exactly as to_json() does or gives up) and
+// isError. Any other member (parse_root() reads some for every kind of event) or an unusual value → false.
+bool pi_event_parser::parse_fast_tool_execution(std::string_view line, const char* p, event_kind kind) {
+  const char* const end = line.data() + line.size();
+  x_event& ev = *ev_;
+  const bool start = kind == event_kind::tool_execution_start;
+  const auto read = [&](std::string_view key, const char* v) -> const char* {
+    if (key == "toolCallId") return fast_string(v, end, ev.tool_call_id);
+    if (key == "toolName") return fast_string(v, end, ev.tool_name);
+    if (key == "args") {
+      if (!start) return raw::skip_value(v, end);
+      ev.has_args = true;  // before the conversion: a half-converted value is reset with the event
+      return raw_to_json(v, end, ev.args);
+    }
+    if (key == "partialResult" || key == "result") {
+      if (start) return raw::skip_value(v, end);
+      ev.has_result = true;
+      return raw_to_json(v, end, ev.result);
+    }
+    if (key == "isError") {
+      int flag = -1;
+      v = fast_flag(v, end, flag);
+      if (flag >= 0) ev.is_error = flag == 1;
+      return v;
+    }
+    return nullptr;
+  };
+  if (!event_members(line, p, kind, read)) return false;
+  if (!start) forget_cumulative_text();  // as parse() does after the On-Demand path: the tool's output is complete
+  return true;
+}
+
 // The result value at `p` (conversion depth 0): its text into the event's partial_text.
 const char* pi_event_parser::fast_tool_result(const char* p, const char* end) {
   ev_->partial_text.clear();
@@ -261,6 +294,9 @@ bool pi_event_parser::parse_fast_other(std::string_view line) {
       return parse_fast_ignored(line, p);
     case event_kind::tool_execution_update:
       return parse_fast_tool_update(line, p);
+    case event_kind::tool_execution_start:
+    case event_kind::tool_execution_end:
+      return parse_fast_tool_execution(line, p, kind);
     case event_kind::agent_end:
       return parse_fast_agent_end(line, p);
     case event_kind::message_start:
@@ -388,7 +424,9 @@ const char* pi_event_parser::fast_update_members(const char* p, const char* end,
     } else if (key == "toolName") {
       p = fast_string(p, end, ev.update_tool_name);
     } else if (key == "toolCall") {
-      return nullptr;  // converted to nlohmann::json by the On-Demand path
+      if (p >= end || *p != '{') return nullptr;  // On-Demand: ignored
+      p = fast_block(p, end, ev.tool_call);        // parse_block(), its arguments by raw_to_json()
+      ev.has_tool_call = true;
     } else if (key == "partial") {
       if (ev.update == update_kind::unknown || ev.needs_snapshot()) return nullptr;  // deferred / parsed there
       const char* value = p;

@@ -205,10 +205,27 @@ std::string describe(const agenthost::mapper::detail::x_message& m) {
   return s;
 }
 
+// The fields of tool_execution_* and of a toolcall_end update, as text.
+std::string describe_tool(const x_event& ev) {
+  std::string s = "kind=" + std::to_string(static_cast<int>(ev.kind));
+  s += ";call=" + std::string(ev.tool_call_id) + ";tool=" + std::string(ev.tool_name);
+  s += ";args=" + (ev.has_args ? ev.args.dump() : "(none)");
+  s += ";result=" + (ev.has_result ? ev.result.dump() : "(none)");
+  s += ";is_error=" + std::to_string(ev.is_error ? 1 : 0);
+  s += ";update=" + std::to_string(static_cast<int>(ev.update)) + ";index=" + std::to_string(ev.content_index);
+  if (ev.has_tool_call) {
+    const auto& b = ev.tool_call;
+    s += ";tool_call{kind=" + std::to_string(static_cast<int>(b.kind)) + ";text=" + std::string(b.text) +
+         ";id=" + std::string(b.id) + ";name=" + std::string(b.name) +
+         ";arguments=" + (b.has_arguments ? b.arguments.dump() : "(none)") + "}";
+  }
+  return s;
+}
+
 std::string describe(const x_event& ev) {
   std::string s = "kind=" + std::to_string(static_cast<int>(ev.kind)) + ";message{" + describe(ev.message) + "}";
   for (std::size_t i = 0; i < ev.ntool_results; ++i) s += ";result{" + describe(ev.tool_results[i]) + "}";
-  return s;
+  return s + ";" + describe_tool(ev);
 }
 
 // message_start, message_end and turn_end carry whole messages; a byte scan reads those it can read exactly as
@@ -325,9 +342,9 @@ TEST(PiEvent, MessageEventsGetTheOnDemandEventWhicheverPathReadsThem) {
   EXPECT_FALSE(ev.tool_results[0].has_content_json);  // a closed call's result is checked, not built
 }
 
-// pi's own message events (every recorded and derived pi transcript of fixtures/pi) take the byte scan, with the
-// On-Demand event. Every call counts as closed here, as it is by the time pi writes its result's message_end.
-TEST(PiEvent, RecordedMessageEventsTakeTheByteScan) {
+// pi's own message and tool events (message_start / message_end / turn_end, tool_execution_start / tool_execution_end,
+// toolcall_end; every recorded and derived pi transcript of fixtures/pi) take the byte scan, with the On-Demand event. Every call counts as closed here, as it is by the time pi writes its result's message_end.
+TEST(PiEvent, RecordedMessageAndToolEventsTakeTheByteScan) {
   agenthost::mapper::detail::pi_event_parser parser;
   parser.set_closed_call_check([](std::string_view) { return true; });
   std::size_t checked = 0;
@@ -335,8 +352,10 @@ TEST(PiEvent, RecordedMessageEventsTakeTheByteScan) {
     for (const auto& entry : std::filesystem::directory_iterator(agenthost::mapper::test::fixture_path(dir))) {
       if (entry.path().extension() != ".jsonl") continue;
       for (const std::string& line : agenthost::mapper::test::read_lines(entry.path().string())) {
+        const bool tool_call_end = line.find(R"("type":"toolcall_end")") != std::string::npos;
         if (line.rfind(R"({"type":"message_start")", 0) != 0 && line.rfind(R"({"type":"message_end")", 0) != 0 &&
-            line.rfind(R"({"type":"turn_end")", 0) != 0)
+            line.rfind(R"({"type":"turn_end")", 0) != 0 && line.rfind(R"({"type":"tool_execution_start")", 0) != 0 &&
+            line.rfind(R"({"type":"tool_execution_end")", 0) != 0 && !tool_call_end)
           continue;
         ASSERT_EQ(parser.parse(line), simdjson::SUCCESS) << line;
         EXPECT_TRUE(parser.took_fast_path()) << entry.path() << ": " << line;
@@ -348,6 +367,41 @@ TEST(PiEvent, RecordedMessageEventsTakeTheByteScan) {
     }
   }
   EXPECT_GE(checked, 100U);
+}
+
+// tool_execution_start / tool_execution_end and a toolcall_end update carry JSON the mapper builds (args, result, the
+// call's arguments): the byte scan builds it with raw_to_json() or leaves the line to On-Demand, with the same event.
+TEST(PiEvent, ToolEventsGetTheOnDemandEventWhicheverPathReadsThem) {
+  const std::string usage =
+      R"("usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"total":0}})";
+  const std::pair<std::string, bool> lines[] = {
+      {R"({"type":"tool_execution_start","toolCallId":"call_1","toolName":"bash","args":{"command":"make test 2>&1 | tail -n 200","timeout":30}})", true},
+      {R"({"type":"tool_execution_end","toolCallId":"call_1","toolName":"bash","result":{"content":[{"type":"text","text":"ok\n\u00e9"}],"details":{}},"isError":false})", true},
+      {R"({"type":"tool_execution_end","toolCallId":"c","toolName":"bash","partialResult":[1,"a"],"isError":true,"isError":"no"})", true},
+      {R"({"type":"tool_execution_start","toolCallId":"c","toolName":"read","args":{"path":"a"},"result":{"x":1}})", true},
+      {R"({"type":"tool_execution_end","toolCallId":"c","args":{"path":"a"},"result":"text","result":{"b":[true,null]}})", true},
+      {R"({"type":"message_update",)" + usage + R"(,"assistantMessageEvent":{"type":"toolcall_end","contentIndex":2,)"
+       R"("toolCall":{"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"ls","n":[1,-2,{}]}}}})", true},
+      {R"({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end","contentIndex":0,"toolCall":{"type":"toolCall","id":"x","arguments":{}},"toolCall":{"name":"n"}}})", true},
+      // Left to On-Demand: what raw_to_json() does not convert, members parse_root() reads for every event, types.
+      {R"({"type":"tool_execution_start","toolCallId":"c","args":{"n":2.5}})", false},
+      {R"({"type":"tool_execution_start","toolCallId":"c","args":{"n": 2}})", false},
+      {R"({"type":"tool_execution_end","toolCallId":"c","result":{"k\u0041":1}})", false},
+      {R"({"type":"tool_execution_end","toolCallId":"c","result":{},"errorMessage":"boom"})", false},
+      {R"({"type":"tool_execution_end","toolCallId":5,"result":{}})", false},
+      {R"({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end","toolCall":{"type":"toolCall","arguments":{"a":1e3}}}})", false},
+      {R"({"type":"message_update","assistantMessageEvent":{"type":"toolcall_end","toolCall":null}})", false},
+  };
+  agenthost::mapper::detail::pi_event_parser parser;
+  for (const auto& [line, fast] : lines) {
+    const auto exact = std::make_unique<char[]>(line.size());  // under ASan a read past the line's end is an error
+    std::copy(line.begin(), line.end(), exact.get());
+    ASSERT_EQ(parser.parse(std::string_view(exact.get(), line.size())), simdjson::SUCCESS) << line;
+    EXPECT_EQ(parser.took_fast_path(), fast) << line;
+    const std::string scanned = describe(parser.event());
+    ASSERT_EQ(parser.parse("{ " + line.substr(1)), simdjson::SUCCESS) << line;
+    EXPECT_EQ(scanned, describe(parser.event())) << line;
+  }
 }
 
 // skip_unmapped() only answers for a line whose first member is `type` naming an unmapped event; it never parses, so
