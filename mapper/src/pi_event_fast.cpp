@@ -24,7 +24,8 @@ using namespace pi_scan;
 // and that nothing but whitespace follows. It reads the same fields with the same rules as parse_root() and
 // parse_update() (key order, later duplicates, the type-dependent snapshot decisions). Whenever it meets anything it
 // does not handle exactly as the On-Demand path would (an escaped key, a second `type`, a field that would need the
-// snapshot, a `toolCall`, a non-canonical number, deep nesting, a malformed escape…) it returns false and the line
+// snapshot, a `toolCall` whose arguments raw_to_json() does not convert, a non-canonical number, deep nesting, a
+// malformed escape…) it returns false and the line
 // goes through the On-Demand path from scratch. So it accepts a subset of the lines the On-Demand path accepts, and
 // for those yields the same event: the mapper's behaviour is unchanged.
 //
@@ -109,12 +110,7 @@ bool pi_event_parser::parse_fast_tool_execution(std::string_view line, const cha
       ev.has_result = true;
       return raw_to_json(v, end, ev.result);
     }
-    if (key == "isError") {
-      int flag = -1;
-      v = fast_flag(v, end, flag);
-      if (flag >= 0) ev.is_error = flag == 1;
-      return v;
-    }
+    if (key == "isError") return fast_flag(v, end, ev.is_error);
     return nullptr;
   };
   if (!event_members(line, p, kind, read)) return false;
@@ -126,22 +122,9 @@ bool pi_event_parser::parse_fast_tool_execution(std::string_view line, const cha
 const char* pi_event_parser::fast_tool_result(const char* p, const char* end) {
   ev_->partial_text.clear();
   if (p >= end || *p != '{') return fast_content_text(p, end, 0);
-  p = raw::skip_ws(p + 1, end);
-  if (p < end && *p == '}') return p + 1;
-  std::string_view key;
-  p = fast_key(p, end, key);
-  for (;;) {
-    if (p == nullptr) return nullptr;
-    if (key == "content") {
-      p = fast_content_text(p, end, 1);  // the last `content` wins
-    } else {
-      p = raw::validate_value(p, end, 1);
-    }
-    if (p == nullptr) return nullptr;
-    bool done = false;
-    p = fast_next_member(p, end, key, done);
-    if (p == nullptr || done) return p;
-  }
+  return fast_object(p, end, [&](std::string_view key, const char* v) {
+    return key == "content" ? fast_content_text(v, end, 1) : raw::validate_value(v, end, 1);  // the last `content` wins
+  });
 }
 
 // A `content` value: a string as is, an array's text items joined with '\n', anything else "" (validated).
@@ -151,18 +134,8 @@ const char* pi_event_parser::fast_content_text(const char* p, const char* end, i
   if (p >= end) return nullptr;
   if (*p == '"') return scan_unescape_append(p, end, text);
   if (*p != '[') return raw::validate_value(p, end, depth);
-  p = raw::skip_ws(p + 1, end);
-  if (p < end && *p == ']') return p + 1;
   bool first = true;
-  for (;;) {
-    p = fast_content_item(p, end, depth + 1, first);
-    if (p == nullptr) return nullptr;
-    p = raw::skip_ws(p, end);
-    if (p >= end) return nullptr;
-    if (*p == ']') return p + 1;
-    if (*p != ',') return nullptr;
-    p = raw::skip_ws(p + 1, end);
-  }
+  return fast_array(p, end, [&](const char* item) { return fast_content_item(item, end, depth + 1, first); });
 }
 
 namespace {
@@ -329,12 +302,7 @@ bool pi_event_parser::parse_fast_agent_end(std::string_view line, const char* p)
     if (key == "willRetry") return fast_flag(v, end, ev.will_retry);
     if (key == "aborted") return fast_flag(v, end, ev.aborted);
     if (key == "success") return fast_flag(v, end, ev.success);
-    if (key == "isError") {
-      int flag = -1;
-      v = fast_flag(v, end, flag);
-      if (flag >= 0) ev.is_error = flag == 1;
-      return v;
-    }
+    if (key == "isError") return fast_flag(v, end, ev.is_error);
     return key == "messages" ? raw::skip_value(v, end) : nullptr;
   };
   if (!event_members(line, p, event_kind::agent_end, read)) return false;

@@ -68,13 +68,8 @@ const char* fast_usage(const char* p, const char* end, x_usage& u) {
     if (key == "cost") {
       if (v >= end || *v != '{') return nullptr;  // On-Demand: ignored
       u.has_cost = true;
-      return fast_object(v, end, [&](std::string_view ck, const char* cv) -> const char* {
-        double* target = nullptr;
-        if (ck == "input") target = &u.cost_input;
-        else if (ck == "output") target = &u.cost_output;
-        else if (ck == "cacheRead") target = &u.cost_cache_read;
-        else if (ck == "cacheWrite") target = &u.cost_cache_write;
-        else if (ck == "total") target = &u.cost_total;
+      return fast_object(v, end, [&](std::string_view cost_key, const char* cv) -> const char* {
+        double* const target = pi_readers::cost_field(u, cost_key);
         return target != nullptr ? fast_number(cv, end, *target) : raw::skip_value(cv, end);
       });
     }
@@ -83,12 +78,7 @@ const char* fast_usage(const char* p, const char* end, x_usage& u) {
       if (v != nullptr) u.has_reasoning = true;
       return v;
     }
-    double* target = nullptr;
-    if (key == "input") target = &u.input;
-    else if (key == "output") target = &u.output;
-    else if (key == "cacheRead") target = &u.cache_read;
-    else if (key == "cacheWrite") target = &u.cache_write;
-    else if (key == "totalTokens") target = &u.total_tokens;
+    double* const target = pi_readers::token_field(u, key);
     return target != nullptr ? fast_number(v, end, *target) : raw::skip_value(v, end);
   });
 }
@@ -145,12 +135,7 @@ const char* pi_event_parser::fast_message(const char* p, const char* end, x_mess
     if (key == "usage") return fast_usage(v, end, m.usage);
     if (key == "toolCallId") return fast_string(v, end, m.tool_call_id);
     if (key == "toolName") return fast_string(v, end, m.tool_name);
-    if (key == "isError") {
-      int flag = -1;
-      v = fast_flag(v, end, flag);
-      if (flag >= 0) m.is_error = flag == 1;
-      return v;
-    }
+    if (key == "isError") return fast_flag(v, end, m.is_error);
     if (key == "details") {
       if (m.role == "assistant" || m.role == "user") return raw::skip_value(v, end);
       return result_json_ignored(m, header_only) ? raw::validate_value(v, end, 0) : nullptr;  // else built there
@@ -170,18 +155,11 @@ const char* pi_event_parser::fast_blocks(const char* p, const char* end, x_messa
   }
   if (*p != '[') return raw::skip_value(p, end);
   m.has_content = true;
-  p = raw::skip_ws(p + 1, end);
-  if (p < end && *p == ']') return p + 1;
-  for (;;) {
+  return fast_array(p, end, [&](const char* element) {
     x_block& b = m.add_block();
-    p = p < end && *p == '{' ? fast_block(p, end, b) : raw::skip_value(p, end);  // not an object: an `other` block
-    if (p == nullptr) return nullptr;
-    p = raw::skip_ws(p, end);
-    if (p >= end) return nullptr;
-    if (*p == ']') return p + 1;
-    if (*p != ',') return nullptr;
-    p = raw::skip_ws(p + 1, end);
-  }
+    // Not an object: an `other` block.
+    return element < end && *element == '{' ? fast_block(element, end, b) : raw::skip_value(element, end);
+  });
 }
 
 // parse_block(o, b, true).
@@ -210,23 +188,14 @@ const char* pi_event_parser::fast_block(const char* p, const char* end, x_block&
 
 // parse_tool_results(): one toolResult message per element.
 const char* pi_event_parser::fast_tool_results(const char* p, const char* end) {
-  if (p >= end || *p != '[') return nullptr;  // On-Demand: ignored
   x_event& ev = *ev_;
-  p = raw::skip_ws(p + 1, end);
-  if (p < end && *p == ']') return p + 1;
-  for (;;) {
-    if (p >= end || *p != '{') return nullptr;  // On-Demand: an entry without a message
+  return fast_array(p, end, [&](const char* element) -> const char* {  // not an array: On-Demand ignores it
+    if (element >= end || *element != '{') return nullptr;  // On-Demand: an entry without a message
     if (ev.ntool_results == ev.tool_results.size()) ev.tool_results.emplace_back();
     x_message& m = ev.tool_results[ev.ntool_results++];
     m.reset();
-    p = fast_message(p, end, m, false);
-    if (p == nullptr) return nullptr;
-    p = raw::skip_ws(p, end);
-    if (p >= end) return nullptr;
-    if (*p == ']') return p + 1;
-    if (*p != ',') return nullptr;
-    p = raw::skip_ws(p + 1, end);
-  }
+    return fast_message(element, end, m, false);
+  });
 }
 
 }  // namespace agenthost::mapper::detail

@@ -138,16 +138,8 @@ error_code pi_event_parser::parse_usage(od::value v, x_usage& u) {
     std::string_view key;
     if (auto e = get_key(field, key)) return e;
     od::value& fv = field.value();
-    if (key == "input") {
-      if (auto e = opt_number(fv, u.input)) return e;
-    } else if (key == "output") {
-      if (auto e = opt_number(fv, u.output)) return e;
-    } else if (key == "cacheRead") {
-      if (auto e = opt_number(fv, u.cache_read)) return e;
-    } else if (key == "cacheWrite") {
-      if (auto e = opt_number(fv, u.cache_write)) return e;
-    } else if (key == "totalTokens") {
-      if (auto e = opt_number(fv, u.total_tokens)) return e;
+    if (double* const target = token_field(u, key)) {
+      if (auto e = opt_number(fv, *target)) return e;
     } else if (key == "reasoning") {
       if (auto e = opt_number(fv, u.reasoning, &u.has_reasoning)) return e;
     } else if (key == "cost") {
@@ -163,15 +155,8 @@ error_code pi_event_parser::parse_usage(od::value v, x_usage& u) {
         if (auto e2 = std::move(cost_field_result).get(cf)) return e2;
         std::string_view ck;
         if (auto e2 = get_key(cf, ck)) return e2;
-        od::value& cv = cf.value();
-        double* target = nullptr;
-        if (ck == "input") target = &u.cost_input;
-        else if (ck == "output") target = &u.cost_output;
-        else if (ck == "cacheRead") target = &u.cost_cache_read;
-        else if (ck == "cacheWrite") target = &u.cost_cache_write;
-        else if (ck == "total") target = &u.cost_total;
-        if (target != nullptr) {
-          if (auto e2 = opt_number(cv, *target)) return e2;
+        if (double* const cost_target = cost_field(u, ck)) {
+          if (auto e2 = opt_number(cf.value(), *cost_target)) return e2;
         }
       }
     }

@@ -59,6 +59,26 @@ inline error_code opt_json(od::value& v, nlohmann::json& out, string_arena& aren
   return simdjson::SUCCESS;
 }
 
+/// The token count of usage named `key` (input, output, cacheRead, cacheWrite, totalTokens), or nullptr.
+inline double* token_field(x_usage& u, std::string_view key) noexcept {
+  if (key == "input") return &u.input;
+  if (key == "output") return &u.output;
+  if (key == "cacheRead") return &u.cache_read;
+  if (key == "cacheWrite") return &u.cache_write;
+  if (key == "totalTokens") return &u.total_tokens;
+  return nullptr;
+}
+
+/// The cost of usage.cost named `key` (input, output, cacheRead, cacheWrite, total), or nullptr.
+inline double* cost_field(x_usage& u, std::string_view key) noexcept {
+  if (key == "input") return &u.cost_input;
+  if (key == "output") return &u.cost_output;
+  if (key == "cacheRead") return &u.cost_cache_read;
+  if (key == "cacheWrite") return &u.cost_cache_write;
+  if (key == "total") return &u.cost_total;
+  return nullptr;
+}
+
 inline block_kind classify_block(std::string_view t) noexcept {
   if (t == "text") return block_kind::text;
   if (t == "thinking") return block_kind::thinking;

@@ -76,6 +76,24 @@ template <class Read>
   }
 }
 
+/// The elements of the array at `p` (its '['), each read by `element(p)` — the position after it, or nullptr to give
+/// up: the position after the array's ']', or nullptr.
+template <class Element>
+[[gnu::always_inline]] inline const char* fast_array(const char* p, const char* end, Element&& element) {
+  if (p >= end || *p != '[') return nullptr;
+  p = raw::skip_ws(p + 1, end);
+  if (p < end && *p == ']') return p + 1;
+  for (;;) {
+    p = element(p);
+    if (p == nullptr) return nullptr;
+    p = raw::skip_ws(p, end);
+    if (p >= end) return nullptr;
+    if (*p == ']') return p + 1;
+    if (*p != ',') return nullptr;
+    p = raw::skip_ws(p + 1, end);
+  }
+}
+
 /// One of the flags parse_root() reads with opt_bool(): `true` / `false` set `out` (1 / 0); any other valid value
 /// leaves it (a wrong type is an absent flag there too). Only the literal is matched here: a byte after it that is not
 /// ',', '}' or whitespace makes the caller's next member scan fail, and the line goes to the On-Demand path.
@@ -90,6 +108,14 @@ template <class Read>
     return p + 5;
   }
   return raw::skip_value(p, end);
+}
+
+/// fast_flag() into a bool, as opt_bool(value, bool&): set by `true` / `false`, left by any other value.
+[[gnu::always_inline]] inline const char* fast_flag(const char* p, const char* end, bool& out) noexcept {
+  int flag = -1;
+  p = fast_flag(p, end, flag);
+  if (flag >= 0) out = flag == 1;
+  return p;
 }
 
 }  // namespace pi_scan
