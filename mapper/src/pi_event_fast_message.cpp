@@ -108,7 +108,8 @@ bool pi_event_parser::parse_fast_message_event(std::string_view line, const char
 }
 
 bool pi_event_parser::result_json_ignored(const x_message& m, bool header_only) const {
-  return header_only || (m.role == "toolResult" && !m.tool_call_id.empty() && call_closed_ && call_closed_(m.tool_call_id));
+  return header_only ||
+         (m.role == "toolResult" && !m.tool_call_id.empty() && call_closed_ && call_closed_(m.tool_call_id));
 }
 
 // parse_message(v, m, false, header_only).

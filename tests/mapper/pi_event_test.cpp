@@ -343,7 +343,8 @@ TEST(PiEvent, MessageEventsGetTheOnDemandEventWhicheverPathReadsThem) {
 }
 
 // pi's own message and tool events (message_start / message_end / turn_end, tool_execution_start / tool_execution_end,
-// toolcall_end; every recorded and derived pi transcript of fixtures/pi) take the byte scan, with the On-Demand event. Every call counts as closed here, as it is by the time pi writes its result's message_end.
+// toolcall_end; every recorded and derived pi transcript of fixtures/pi) take the byte scan, with the On-Demand event.
+// Every call counts as closed here, as it is by the time pi writes its result's message_end.
 TEST(PiEvent, RecordedMessageAndToolEventsTakeTheByteScan) {
   agenthost::mapper::detail::pi_event_parser parser;
   parser.set_closed_call_check([](std::string_view) { return true; });
