@@ -301,8 +301,11 @@ TEST(PiEvent, MessageEventsGetTheOnDemandEventWhicheverPathReadsThem) {
   };
   agenthost::mapper::detail::pi_event_parser parser;
   parser.set_closed_call_check([](std::string_view id) { return id == "closed"; });
-  const auto parse_exact = [&parser](const std::string& line) {
-    const auto exact = std::make_unique<char[]>(line.size());  // under ASan a read past the line's end is an error
+  // An exact-size copy of the line (under ASan a read past its end is an error), kept until the next one: the event's
+  // strings may be views into it.
+  std::unique_ptr<char[]> exact;
+  const auto parse_exact = [&parser, &exact](const std::string& line) {
+    exact = std::make_unique<char[]>(line.size());
     std::copy(line.begin(), line.end(), exact.get());
     return parser.parse(std::string_view(exact.get(), line.size())) == simdjson::SUCCESS;
   };
