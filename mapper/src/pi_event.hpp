@@ -192,6 +192,7 @@ class pi_event_parser {
   const char* fast_blocks(const char* p, const char* end, x_message& m);
   const char* fast_block(const char* p, const char* end, x_block& b);
   const char* fast_tool_results(const char* p, const char* end);
+  /// Whether a toolResult's content and details are checked, not built (message_start, a closed call): both paths.
   [[nodiscard]] bool result_json_ignored(const x_message& m, bool header_only) const;
   template <class Read>
   bool event_members(std::string_view line, const char* p, event_kind kind, Read&& read);

@@ -17,10 +17,7 @@ error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapsh
   // The JSON members (a toolResult's content and details) are checked exactly as to_json reads them but not built
   // when the mapper ignores them: in message_start (only role and model are read), and for the result of a call the
   // mapper closed already (its id came before: pi writes toolCallId before content).
-  const auto ignored_json = [&] {
-    return header_only ||
-           (m.role == "toolResult" && !m.tool_call_id.empty() && call_closed_ && call_closed_(m.tool_call_id));
-  };
+  const auto ignored_json = [&] { return result_json_ignored(m, header_only); };
   for (auto field_result : obj) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
