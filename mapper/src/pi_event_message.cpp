@@ -17,7 +17,6 @@ error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapsh
   // The JSON members (a toolResult's content and details) are checked exactly as to_json reads them but not built
   // when the mapper ignores them: in message_start (only role and model are read), and for the result of a call the
   // mapper closed already (its id came before: pi writes toolCallId before content).
-  const auto ignored_json = [&] { return result_json_ignored(m, header_only); };
   for (auto field_result : obj) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) return e;
@@ -28,7 +27,7 @@ error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapsh
       if (!snapshot_only && m.role == "user") continue;  // the prompt: not mapped
       if (!snapshot_only && m.role == "toolResult") {
         m.has_content = true;
-        if (ignored_json()) {
+        if (result_json_ignored(m, header_only)) {
           if (auto e = validate_json(fv, arena_)) return e;
           continue;
         }
@@ -58,7 +57,7 @@ error_code pi_event_parser::parse_message(od::value v, x_message& m, bool snapsh
       if (auto e = opt_bool(fv, m.is_error)) return e;
     } else if (key == "details") {
       if (m.role == "assistant" || m.role == "user") continue;
-      if (ignored_json()) {
+      if (result_json_ignored(m, header_only)) {
         if (auto e = validate_json(fv, arena_)) return e;
         continue;
       }
