@@ -44,6 +44,7 @@ struct logged_sample {
   std::int64_t received_ns = 0;
   std::uint32_t lines = 0;
   std::uint32_t agent = 0;
+  std::uint32_t map_ns = 0;  // mapped rows, reads in the CPU window: the mapper + consumer's wall time for this read
 };
 
 struct agent_state {
@@ -66,6 +67,8 @@ struct agent_state {
   std::uint64_t lines = 0, bytes = 0;
   std::uint64_t out_of_order = 0;  // synthetic: reads whose first and last `i` are not first_line…first_line + n - 1
   std::uint64_t messages = 0, text_bytes = 0;  // what a consumer of the mapper's messages sees
+  std::int64_t window_map_ns = 0;      // mapper + consumer time of the reads received in the CPU window
+  std::uint64_t window_map_lines = 0;  // those reads' lines
   bool eof = false;
   std::function<void()> read;
 };
@@ -88,6 +91,12 @@ struct scale_row {
   std::uint64_t messages = 0, text_bytes = 0;
   std::uint64_t out_of_order = 0;  // synthetic reads whose line numbers were not the expected run
   int spawn_failures = 0;
+  // Mapped rows: the time spent in the mapper and the consumer (on_line of each line, the consumer's loop over the
+  // messages, recycle), summed over the reads received in the CPU window, and those reads' lines: the mapper's share
+  // of the row measured in the same window as the row's CPU (the no-mapper row runs in another window, minutes
+  // apart on a shared VM).
+  double map_percent = 0, map_ns_per_line = 0;
+  double map_median_ns_per_line = 0;  // the median of the window's reads' (mapper + consumer time) ÷ (their lines)
 };
 
 constexpr std::uint64_t kBps = 1000000, kLineBytes = 100;
@@ -250,6 +259,8 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
     agents.push_back(std::move(a));
   }
   const std::int64_t t_spawned = mono_ns();
+  cpu_window window(t_spawn0, t_spawned, seconds);
+  const std::int64_t window_start = window.start, window_end = window.end;
   // Room for every read of the run (a read per agent write at most, one write per millisecond, with slack), written
   // once here, not only reserved: otherwise the first write of each fresh page is a page fault inside the measured
   // window, a cost of the benchmark's bookkeeping that the floor row does not pay.
@@ -260,8 +271,9 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
   row.spawn_seconds = static_cast<double>(t_spawned - t_spawn0) / 1e9;
   for (auto& ap : agents) {
     agent_state* a = ap.get();
-    a->read = [a, map, synthetic, log = &sample_log] {
-      a->child->async_read_lines([a, map, synthetic, log](error_code ec, agenthost::process::line_batch lines) {
+    a->read = [a, map, synthetic, log = &sample_log, window_start, window_end] {
+      a->child->async_read_lines([a, map, synthetic, log, window_start, window_end](error_code ec,
+                                                                                   agenthost::process::line_batch lines) {
         const std::int64_t now = mono_ns();
         if (ec) {
           a->eof = true;
@@ -278,6 +290,8 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
           }
         }
         a->lines += lines.size();
+        // Mapped rows read the clock once more per read (~30 ns with the vDSO, ~0.1 % of a core at 25,000 reads/s).
+        const std::int64_t map_start = map ? mono_ns() : 0;
         for (const auto& l : lines) {
           a->bytes += l.total_bytes + 1;
           if (map) a->mapper.on_line(l.text, a->out);
@@ -289,14 +303,18 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
             a->text_bytes += it->get_ref<const std::string&>().size();
         }
         a->mapper.recycle(a->out);
+        if (map && now >= window_start && now < window_end) {
+          const std::int64_t spent = mono_ns() - map_start;
+          a->window_map_ns += spent;
+          a->window_map_lines += lines.size();
+          log->back().map_ns = static_cast<std::uint32_t>(std::min<std::int64_t>(spent, UINT32_MAX));
+        }
         a->read();
       });
     };
     a->read();
     a->child->async_wait([](error_code, agenthost::process::exit_status) {});
   }
-  cpu_window window(t_spawn0, t_spawned, seconds);
-  const std::int64_t window_start = window.start, window_end = window.end;
   asio::steady_timer ta(io), tb(io);
   if (window_end > window_start) {
     ta.expires_after(std::chrono::nanoseconds(window_start - mono_ns()));
@@ -335,7 +353,11 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
   std::vector<double> delays;
   std::vector<std::pair<double, std::int64_t>> received;  // (position, receipt ns) of each line of one agent
   std::uint64_t total_bytes = 0;
+  std::int64_t map_ns = 0;
+  std::uint64_t map_lines = 0;
   for (auto& a : agents) {
+    map_ns += a->window_map_ns;
+    map_lines += a->window_map_lines;
     row.lines += a->lines;
     row.messages += a->messages;
     row.text_bytes += a->text_bytes;
@@ -354,6 +376,16 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
       if (due < static_cast<double>(window_start) || due > static_cast<double>(window_end)) continue;
       delays.push_back(static_cast<double>(t) - due);
     }
+  }
+  if (map && row.window_seconds > 0) {
+    row.map_percent = 100 * static_cast<double>(map_ns) / 1e9 / row.window_seconds;
+    if (map_lines > 0) row.map_ns_per_line = static_cast<double>(map_ns) / static_cast<double>(map_lines);
+    // The median read's time a line: a read during which the thread was preempted (by an agent, on a 2-CPU machine)
+    // weighs in the sum above with the preemption, in the median only as one read.
+    std::vector<double> per_line;
+    for (const logged_sample& s : sample_log)
+      if (s.map_ns > 0 && s.lines > 0) per_line.push_back(static_cast<double>(s.map_ns) / s.lines);
+    if (!per_line.empty()) row.map_median_ns_per_line = percentile(per_line, 50);
   }
   const double total_seconds = seconds;
   row.mbps = static_cast<double>(total_bytes) / 1e6 / total_seconds;
@@ -410,11 +442,16 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
           "benchmark's parse-only baseline, validating nothing else) with one warm parser shared by all agents. "
           "Coalescing rows read the tick's ready pipes in one io_uring call where the kernel allows it; rows marked "
           "`read() each` (largest agent count, right after the row they repeat) run with AGENTHOST_IO_URING=0: one "
-          "read() per ready pipe, the poller's fallback.");
+          "read() per ready pipe, the poller's fallback. Column `of it, mapper + consumer`: in the rows with a mapper, "
+          "the wall time from before the first on_line of a read to after its recycle, summed over the reads received "
+          "in the CPU window, as a share of that window, and per line of those reads: the mapper's part of the row, "
+          "measured in the same window as the row (wall time: a preemption inside it counts); `median read`: the median "
+          "over those reads of a read's time ÷ its lines, where a preempted read is one read among ~100,000.");
   rep.add("");
   rep.add("| content | agents | loop | spawn all | MB/s in | lines/s in | messages/s out | host CPU (% of one core) | "
-          "CPU per agent | p50 delay | p99 delay | p99.9 | max | lines received | verdict |");
-  rep.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+          "of it, mapper + consumer (a line) | CPU per agent | p50 delay | p99 delay | p99.9 | max | lines received | "
+          "verdict |");
+  rep.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   struct scale_run {
     int k, tick;
     bool map;
@@ -458,7 +495,7 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
         rep.add("| " + content.name + " | " + std::to_string(k) + " | bare poll() + read() " +
                 (bare_parse ? "+ simdjson " : "") + "every " + std::to_string(coalesce) + " ms, no library | " +
                 fmt(r.spawn_seconds * 1e3) + " ms | " + fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | – | " +
-                (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
+                (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | – | " +
                 (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | – | – | – | – | " +
                 std::to_string(r.lines) + " / " + std::to_string(r.expected) +
                 (r.spawn_failures ? " (" + std::to_string(r.spawn_failures) + " spawn failures)" : "") +
@@ -495,7 +532,11 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
               " | " + fmt(r.spawn_seconds * 1e3) + " ms | " + fmt(r.mbps, 1) + " | " + fmt(r.lps) + " | " +
               (map ? fmt(static_cast<double>(r.messages) / cfg.scale_seconds) : "–") + " | " +
               (r.window_seconds > 0 ? fmt(r.cpu_percent, 1) + " %" : "no window") + " | " +
-              (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | " + fmt_us(r.p50) + " | " +
+              (map && r.window_seconds > 0
+                   ? fmt(r.map_percent, 1) + " % (" + fmt(r.map_ns_per_line) + " ns; median read " +
+                         fmt(r.map_median_ns_per_line) + " ns)"
+                   : "–") +
+              " | " + (r.window_seconds > 0 ? fmt(r.cpu_percent / k, 2) + " %" : "–") + " | " + fmt_us(r.p50) + " | " +
               fmt_us(r.p99) + " | " + fmt_us(r.p999) + " | " + fmt_us(r.max) + " | " + std::to_string(r.lines) +
               " / " + std::to_string(r.expected) +
               (r.spawn_failures ? " (" + std::to_string(r.spawn_failures) + " spawn failures)" : "") +
