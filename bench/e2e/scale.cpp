@@ -44,7 +44,8 @@ struct logged_sample {
   std::int64_t received_ns = 0;
   std::uint32_t lines = 0;
   std::uint32_t agent = 0;
-  std::uint32_t map_ns = 0;  // mapped rows, reads in the CPU window: the mapper + consumer's wall time for this read
+  // Mapped rows, reads received in the CPU window: the mapper + consumer's wall time for this read (≥ 1), else 0.
+  std::uint32_t map_ns = 0;
 };
 
 struct agent_state {
@@ -67,8 +68,6 @@ struct agent_state {
   std::uint64_t lines = 0, bytes = 0;
   std::uint64_t out_of_order = 0;  // synthetic: reads whose first and last `i` are not first_line…first_line + n - 1
   std::uint64_t messages = 0, text_bytes = 0;  // what a consumer of the mapper's messages sees
-  std::int64_t window_map_ns = 0;      // mapper + consumer time of the reads received in the CPU window
-  std::uint64_t window_map_lines = 0;  // those reads' lines
   bool eof = false;
   std::function<void()> read;
 };
@@ -272,8 +271,8 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
   for (auto& ap : agents) {
     agent_state* a = ap.get();
     a->read = [a, map, synthetic, log = &sample_log, window_start, window_end] {
-      a->child->async_read_lines([a, map, synthetic, log, window_start, window_end](error_code ec,
-                                                                                   agenthost::process::line_batch lines) {
+      a->child->async_read_lines([a, map, synthetic, log, window_start,
+                                  window_end](error_code ec, agenthost::process::line_batch lines) {
         const std::int64_t now = mono_ns();
         if (ec) {
           a->eof = true;
@@ -304,10 +303,8 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
         }
         a->mapper.recycle(a->out);
         if (map && now >= window_start && now < window_end) {
-          const std::int64_t spent = mono_ns() - map_start;
-          a->window_map_ns += spent;
-          a->window_map_lines += lines.size();
-          log->back().map_ns = static_cast<std::uint32_t>(std::min<std::int64_t>(spent, UINT32_MAX));
+          const std::int64_t spent = std::clamp<std::int64_t>(mono_ns() - map_start, 1, UINT32_MAX);
+          log->back().map_ns = static_cast<std::uint32_t>(spent);
         }
         a->read();
       });
@@ -353,11 +350,7 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
   std::vector<double> delays;
   std::vector<std::pair<double, std::int64_t>> received;  // (position, receipt ns) of each line of one agent
   std::uint64_t total_bytes = 0;
-  std::int64_t map_ns = 0;
-  std::uint64_t map_lines = 0;
   for (auto& a : agents) {
-    map_ns += a->window_map_ns;
-    map_lines += a->window_map_lines;
     row.lines += a->lines;
     row.messages += a->messages;
     row.text_bytes += a->text_bytes;
@@ -378,13 +371,18 @@ scale_row scale_once(const scale_content& content, int k, double seconds, int ti
     }
   }
   if (map && row.window_seconds > 0) {
+    // The sum, and the median read's time a line: a read during which the thread was preempted (by an agent, on a
+    // 2-CPU machine) weighs in the sum with the preemption, in the median only as one read.
+    std::uint64_t map_ns = 0, map_lines = 0;
+    std::vector<double> per_line;
+    for (const logged_sample& s : sample_log) {
+      if (s.map_ns == 0 || s.lines == 0) continue;  // outside the window
+      map_ns += s.map_ns;
+      map_lines += s.lines;
+      per_line.push_back(static_cast<double>(s.map_ns) / s.lines);
+    }
     row.map_percent = 100 * static_cast<double>(map_ns) / 1e9 / row.window_seconds;
     if (map_lines > 0) row.map_ns_per_line = static_cast<double>(map_ns) / static_cast<double>(map_lines);
-    // The median read's time a line: a read during which the thread was preempted (by an agent, on a 2-CPU machine)
-    // weighs in the sum above with the preemption, in the median only as one read.
-    std::vector<double> per_line;
-    for (const logged_sample& s : sample_log)
-      if (s.map_ns > 0 && s.lines > 0) per_line.push_back(static_cast<double>(s.map_ns) / s.lines);
     if (!per_line.empty()) row.map_median_ns_per_line = percentile(per_line, 50);
   }
   const double total_seconds = seconds;
@@ -445,8 +443,8 @@ void scale(const config& cfg, const fs::path& dir, report& rep) {
           "read() per ready pipe, the poller's fallback. Column `of it, mapper + consumer`: in the rows with a mapper, "
           "the wall time from before the first on_line of a read to after its recycle, summed over the reads received "
           "in the CPU window, as a share of that window, and per line of those reads: the mapper's part of the row, "
-          "measured in the same window as the row (wall time: a preemption inside it counts); `median read`: the median "
-          "over those reads of a read's time ÷ its lines, where a preempted read is one read among ~100,000.");
+          "measured in the same window as the row (wall time: a preemption inside it counts); `median read`: the "
+          "median over those reads of a read's time ÷ its lines, where a preempted read is one read among ~100,000.");
   rep.add("");
   rep.add("| content | agents | loop | spawn all | MB/s in | lines/s in | messages/s out | host CPU (% of one core) | "
           "of it, mapper + consumer (a line) | CPU per agent | p50 delay | p99 delay | p99.9 | max | lines received | "
