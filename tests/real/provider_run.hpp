@@ -17,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +32,10 @@ struct provider_run {
   transport::message terminal;
   std::vector<std::string> lines;  // the agent's stdout lines, as printed
   std::vector<json> events;        // those that are JSON objects
-  std::chrono::milliseconds elapsed{};
+  std::chrono::milliseconds elapsed{};  // the whole run: the agent's start-up included
+  /// From the cancellation to the run's completion (what a stop costs, whatever the agent's start-up took on a loaded
+  /// machine); nullopt when the run was not cancelled.
+  std::optional<std::chrono::milliseconds> stop_elapsed;
 
   [[nodiscard]] std::vector<const json*> raw_of_type(const std::string& type) const {
     std::vector<const json*> out;
@@ -87,6 +91,7 @@ provider_run run_through_provider(asio::io_context& io, const provider_run_recor
   bool done = false, cancelled = false;
   asio::cancellation_signal sig;
   const auto t0 = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point cancelled_at;
   start(std::function<void(std::string_view)>(on_agent_line),
         [&](const transport::message& m) { r.messages.push_back(m); },
         asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, transport::message t) {
@@ -97,11 +102,14 @@ provider_run run_through_provider(asio::io_context& io, const provider_run_recor
   const bool finished = run_until(io, [&] {
     if (!done && !cancelled && cancel_when && cancel_when(r)) {
       cancelled = true;
+      cancelled_at = std::chrono::steady_clock::now();
       sig.emit(asio::cancellation_type::terminal);
     }
     return done;
   }, std::chrono::seconds(90));
-  r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  const auto ended = std::chrono::steady_clock::now();
+  r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - t0);
+  if (cancelled) r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - cancelled_at);
   EXPECT_TRUE(finished) << "the run did not end within 90 s\n" << r.dump();
   EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << r.dump();
   if (!r.messages.empty()) {
@@ -112,7 +120,9 @@ provider_run run_through_provider(asio::io_context& io, const provider_run_recor
                  record.replacements);
   std::cout << "[ real " << record.agent << " ] " << record.scenario << ": " << r.lines.size() << " lines from "
             << record.agent << ", " << r.messages.size() << " messages, " << transport::to_string(r.terminal.type)
-            << ", " << r.elapsed.count() << " ms\n";
+            << ", " << r.elapsed.count() << " ms"
+            << (r.stop_elapsed ? ", stopped in " + std::to_string(r.stop_elapsed->count()) + " ms" : std::string())
+            << "\n";
   return r;
 }
 

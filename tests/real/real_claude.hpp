@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <optional>
 
 
 namespace agenthost::test::real::claude_suite {
@@ -58,7 +59,8 @@ struct claude_run {
   boost::system::error_code ec;
   bool cancel_sent = false;
   bool finished = false;
-  std::chrono::milliseconds elapsed{};
+  std::chrono::milliseconds elapsed{};  // the whole run, claude's start-up included
+  std::optional<std::chrono::milliseconds> stop_elapsed;  // from the cancellation to the terminal, if cancelled
 
   [[nodiscard]] std::vector<const message*> of(message_type t) const { return of_type(messages, t); }
   [[nodiscard]] std::string text() const {
@@ -146,6 +148,7 @@ class RealClaude : public real_cli_test {
     bool done = false;
     asio::cancellation_signal sig;
     const auto t0 = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point cancelled_at;
     providers::async_run_claude(io.get_executor(), o, text, [&](const message& m) { r.messages.push_back(m); },
                                 asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
                                   r.ec = ec;
@@ -155,6 +158,7 @@ class RealClaude : public real_cli_test {
     r.finished = run_until(io, [&] {
       if (!done && !r.cancel_sent && cancel_when && cancel_when(r)) {
         r.cancel_sent = true;
+        cancelled_at = std::chrono::steady_clock::now();
         sig.emit(asio::cancellation_type::terminal);
       }
       return done;
@@ -163,7 +167,10 @@ class RealClaude : public real_cli_test {
       sig.emit(asio::cancellation_type::terminal);
       run_until(io, [&] { return done; }, 20s);
     }
-    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    const auto ended = std::chrono::steady_clock::now();
+    r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - t0);
+    if (r.cancel_sent && r.finished)
+      r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - cancelled_at);
     r.raw.status = parse_exit_status(r.terminal.content);
 
     // Every run: a valid message stream ending with its terminal, and nothing left running.
@@ -187,16 +194,22 @@ class RealClaude : public real_cli_test {
 
   // Runs long-tool-echo and, once the tool's sleep runs, sends `sig` to the claude process alone (not its group), so
   // that the run ends by itself and what Claude prints afterwards is seen. `sleep_pid`: the tool's sleep, once found.
+  // stop_elapsed: from the signal to run()'s return (its checks included: an upper bound).
   claude_run run_signalled_during_tool(int sig, const std::string& record_as, std::optional<int>& sleep_pid) {
     bool sent = false;
-    return run("long-tool-echo", [&](const claude_run& now) {
+    std::chrono::steady_clock::time_point sent_at;
+    claude_run r = run("long-tool-echo", [&](const claude_run& now) {
       if (sent || !sleep_runs(!now.of(message_type::tool_call).empty(), run_mark(), sleep_pid)) return false;
       const auto pid = claude_pid(run_mark());
       EXPECT_TRUE(pid.has_value());
+      sent_at = std::chrono::steady_clock::now();
       if (pid) ::kill(*pid, sig);
       sent = true;
       return false;
     }, record_as);
+    if (sent && r.finished)
+      r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent_at);
+    return r;
   }
 
   std::string config_dir = dir + "/claude-config";

@@ -354,7 +354,7 @@ TEST_F(RealGemini, CancellationMidStream) {
   expect_raw_frame(r.raw, "slow");
   EXPECT_EQ(joined(raw_deltas(r.raw)), got);
   EXPECT_TRUE(r.raw.of_type("result").empty()) << "no result event after SIGINT\n" << r.dump();
-  EXPECT_LT(r.elapsed, std::chrono::seconds(30)) << "the stream takes 40 s; the stop must not wait for it";
+  EXPECT_LT(r.stop_took, kStopBound) << "the stream takes 40 s; the stop must not wait for it";
 }
 
 // Cancelled while the shell tool's `sleep 30` runs. Recorded (gemini-cli 0.61.0): SIGINT to gemini's group ends gemini
@@ -377,7 +377,7 @@ TEST_F(RealGemini, CancellationDuringAToolKillsTheToolProcess) {
   EXPECT_TRUE(r.raw.of_type("tool_result").empty()) << r.dump();
   EXPECT_TRUE(r.raw.of_type("result").empty()) << r.dump();
   EXPECT_EQ(::kill(*r.sleep_pid, 0), -1) << "the tool's sleep survived";
-  EXPECT_LT(r.elapsed, std::chrono::seconds(40)) << "the tool sleeps 30 s; the stop must not wait for it";
+  EXPECT_LT(r.stop_took, kStopBound) << "the tool sleeps 30 s; the stop must not wait for it";
 }
 
 // The stream is cut after "Hello wor": gemini does not retry a broken stream (also not with maxAttempts 2, tried by
@@ -446,7 +446,7 @@ TEST_F(RealGemini, CliSigintCancelsTheRunAndExits130) {
   expect_agenthost_run_interrupted(
       "gemini", o.executable.string(),
       {"--model", "slow", "--cwd", work, "--arg=--skip-trust", "--arg=--approval-mode=yolo"}, o.env,
-      "{\"type\":\"assistant\",", std::chrono::seconds(30), dir, run_mark());
+      "{\"type\":\"assistant\",", dir, run_mark());
 }
 #endif
 
