@@ -31,10 +31,11 @@
 
 namespace agenthost::test::real {
 
-/// A bound on a cancelled run's stop, from the cancellation (or the SIGINT) to the run's end: the three-phase stop takes at most its 2 s grace + the 5 s wait
-/// after the kill; the rest is slack for a loaded sanitizer run. Far below what waiting for the scenarios' 40 s stream
-/// or 30 s tool would take, which is what the cancellation tests rule out. (The whole run is not bounded that tightly:
-/// a CLI's start-up alone took 14–17 s on a 2-vCPU VM, 37 s there with two of them starting under AddressSanitizer.)
+/// A bound on a cancelled run's stop, from the cancellation (or the SIGINT) to the run's end. The three-phase stop
+/// takes at most its grace (2 s by default) + the 5 s wait after the kill; the rest is slack for a loaded sanitizer
+/// run. Far below what waiting for the scenarios' 40 s stream or 30 s tool would take, which is what the cancellation
+/// tests rule out. The whole run is not bounded that tightly: a CLI's start-up alone took 14–17 s on a 2-vCPU VM, and
+/// 37 s there with two of them starting at once under AddressSanitizer.
 inline constexpr std::chrono::seconds kStopBound{15};
 
 using nlohmann::json;
