@@ -207,8 +207,8 @@ class RealClaude : public real_cli_test {
       sent = true;
       return false;
     }, record_as);
-    if (sent && r.finished)
-      r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent_at);
+    const auto returned = std::chrono::steady_clock::now();
+    if (sent && r.finished) r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(returned - sent_at);
     return r;
   }
 

@@ -37,6 +37,10 @@ namespace agenthost::test::real {
 /// tests rule out. The whole run is not bounded that tightly: a CLI's start-up alone took 14–17 s on a 2-vCPU VM, and
 /// 37 s there with two of them starting at once under AddressSanitizer.
 inline constexpr std::chrono::seconds kStopBound{15};
+/// A run's stop_elapsed for a check against kStopBound: a run that was never cancelled (nullopt) fails it.
+[[nodiscard]] inline std::chrono::milliseconds stopped_in(const std::optional<std::chrono::milliseconds>& stop) {
+  return stop.value_or(std::chrono::milliseconds::max());
+}
 
 using nlohmann::json;
 using transport::message;
