@@ -20,8 +20,8 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -86,7 +86,7 @@ inline cli_interrupt_result run_cli_and_interrupt(const std::string& program, co
   }
   char buf[65536];
   const auto deadline = t0 + limit;
-  std::chrono::steady_clock::time_point signalled_at;
+  stop_clock stop_watch;
   bool timed_out = true;
   while (std::chrono::steady_clock::now() < deadline) {
     pollfd p{out[0], POLLIN, 0};
@@ -99,7 +99,7 @@ inline cli_interrupt_result run_cli_and_interrupt(const std::string& program, co
     }
     r.raw.append(buf, static_cast<std::size_t>(n));
     if (!r.signalled && r.raw.find(trigger) != std::string::npos) {
-      signalled_at = std::chrono::steady_clock::now();
+      stop_watch.mark();
       r.signalled = ::kill(pid, SIGINT) == 0;
     }
   }
@@ -108,7 +108,7 @@ inline cli_interrupt_result run_cli_and_interrupt(const std::string& program, co
   ::waitpid(pid, &r.wait_status, 0);
   const auto ended = std::chrono::steady_clock::now();
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - t0);
-  if (r.signalled) r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - signalled_at);
+  if (r.signalled) r.stop_elapsed = stop_watch.until(ended);
   std::istringstream lines(r.raw);
   for (std::string l; std::getline(lines, l);)
     if (auto m = transport::message::from_json_line(l)) r.messages.push_back(*m);

@@ -88,10 +88,10 @@ provider_run run_through_provider(asio::io_context& io, const provider_run_recor
     auto j = parse_line(r.lines.back());
     if (j.is_object()) r.events.push_back(std::move(j));
   };
-  bool done = false, cancelled = false;
+  bool done = false;
   asio::cancellation_signal sig;
   const auto t0 = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point cancelled_at;
+  stop_clock stop_watch;
   start(std::function<void(std::string_view)>(on_agent_line),
         [&](const transport::message& m) { r.messages.push_back(m); },
         asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, transport::message t) {
@@ -100,16 +100,15 @@ provider_run run_through_provider(asio::io_context& io, const provider_run_recor
           done = true;
         }));
   const bool finished = run_until(io, [&] {
-    if (!done && !cancelled && cancel_when && cancel_when(r)) {
-      cancelled = true;
-      cancelled_at = std::chrono::steady_clock::now();
+    if (!done && !stop_watch.marked() && cancel_when && cancel_when(r)) {
+      stop_watch.mark();
       sig.emit(asio::cancellation_type::terminal);
     }
     return done;
   }, std::chrono::seconds(90));
   const auto ended = std::chrono::steady_clock::now();
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - t0);
-  if (cancelled) r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - cancelled_at);
+  r.stop_elapsed = stop_watch.until(ended);
   EXPECT_TRUE(finished) << "the run did not end within 90 s\n" << r.dump();
   EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << r.dump();
   if (!r.messages.empty()) {

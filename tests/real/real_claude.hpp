@@ -148,7 +148,7 @@ class RealClaude : public real_cli_test {
     bool done = false;
     asio::cancellation_signal sig;
     const auto t0 = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point cancelled_at;
+    stop_clock stop_watch;
     providers::async_run_claude(io.get_executor(), o, text, [&](const message& m) { r.messages.push_back(m); },
                                 asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
                                   r.ec = ec;
@@ -158,7 +158,7 @@ class RealClaude : public real_cli_test {
     r.finished = run_until(io, [&] {
       if (!done && !r.cancel_sent && cancel_when && cancel_when(r)) {
         r.cancel_sent = true;
-        cancelled_at = std::chrono::steady_clock::now();
+        stop_watch.mark();
         sig.emit(asio::cancellation_type::terminal);
       }
       return done;
@@ -169,8 +169,7 @@ class RealClaude : public real_cli_test {
     }
     const auto ended = std::chrono::steady_clock::now();
     r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - t0);
-    if (r.cancel_sent && r.finished)
-      r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - cancelled_at);
+    if (r.finished) r.stop_elapsed = stop_watch.until(ended);
     r.raw.status = parse_exit_status(r.terminal.content);
 
     // Every run: a valid message stream ending with its terminal, and nothing left running.
@@ -196,19 +195,17 @@ class RealClaude : public real_cli_test {
   // that the run ends by itself and what Claude prints afterwards is seen. `sleep_pid`: the tool's sleep, once found.
   // stop_elapsed: from the signal to run()'s return (its checks included: an upper bound).
   claude_run run_signalled_during_tool(int sig, const std::string& record_as, std::optional<int>& sleep_pid) {
-    bool sent = false;
-    std::chrono::steady_clock::time_point sent_at;
+    stop_clock stop_watch;
     claude_run r = run("long-tool-echo", [&](const claude_run& now) {
-      if (sent || !sleep_runs(!now.of(message_type::tool_call).empty(), run_mark(), sleep_pid)) return false;
+      if (stop_watch.marked()) return false;
+      if (!sleep_runs(!now.of(message_type::tool_call).empty(), run_mark(), sleep_pid)) return false;
       const auto pid = claude_pid(run_mark());
       EXPECT_TRUE(pid.has_value());
-      sent_at = std::chrono::steady_clock::now();
+      stop_watch.mark();
       if (pid) ::kill(*pid, sig);
-      sent = true;
       return false;
     }, record_as);
-    const auto returned = std::chrono::steady_clock::now();
-    if (sent && r.finished) r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(returned - sent_at);
+    if (r.finished) r.stop_elapsed = stop_watch.until(std::chrono::steady_clock::now());
     return r;
   }
 

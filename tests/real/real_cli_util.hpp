@@ -42,6 +42,25 @@ inline constexpr std::chrono::seconds kStopBound{15};
   return stop.value_or(std::chrono::milliseconds::max());
 }
 
+/// Times a run's stop the same way in every helper: mark() when the cancellation (or the signal) is sent; until(end)
+/// is then the time from there to `end`, the run's end, and nullopt when nothing was marked (a run never cancelled).
+class stop_clock {
+ public:
+  void mark() noexcept { marked_ = std::chrono::steady_clock::now(); }
+  [[nodiscard]] bool marked() const noexcept { return marked_.has_value(); }
+  /// When mark() was called (the clock's epoch if it was not).
+  [[nodiscard]] std::chrono::steady_clock::time_point marked_at() const noexcept {
+    return marked_.value_or(std::chrono::steady_clock::time_point{});
+  }
+  [[nodiscard]] std::optional<std::chrono::milliseconds> until(std::chrono::steady_clock::time_point end) const {
+    if (!marked_) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(end - *marked_);
+  }
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> marked_;
+};
+
 using nlohmann::json;
 using transport::message;
 using transport::message_type;

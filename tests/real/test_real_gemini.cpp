@@ -45,8 +45,8 @@ struct gemini_run {
   bool finished = false;
   bool cancelled = false;
   std::chrono::milliseconds elapsed{};
-  std::chrono::milliseconds stop_took{};  // from the cancellation to the terminal
-  std::optional<int> sleep_pid;           // the tool's `sleep`, when a test looked for it
+  std::optional<std::chrono::milliseconds> stop_elapsed;  // from the cancellation to the terminal, if cancelled
+  std::optional<int> sleep_pid;                           // the tool's `sleep`, when a test looked for it
   bool node_alive_late_in_grace = false;  // a gemini node process still ran just before the grace period ended
 
   [[nodiscard]] std::vector<const message*> of(message_type t) const { return of_type(messages, t); }
@@ -114,7 +114,8 @@ class RealGemini : public real_cli_test {
     asio::cancellation_signal sig;
     bool done = false;
     const auto t0 = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point cancelled_at{}, done_at{};
+    stop_clock stop_watch;
+    std::chrono::steady_clock::time_point done_at{};
     providers::async_run_gemini(io.get_executor(), o, text, [&](const message& m) { r.messages.push_back(m); },
                                 asio::bind_cancellation_slot(sig.slot(), [&](boost::system::error_code ec, message t) {
                                   r.ec = ec;
@@ -129,11 +130,11 @@ class RealGemini : public real_cli_test {
       const auto now = std::chrono::steady_clock::now();
       if (!r.cancelled && cancel_when && cancel_when(r)) {
         r.cancelled = true;
-        cancelled_at = now;
+        stop_watch.mark();
         sig.emit(asio::cancellation_type::terminal);
       }
       // Just before the grace period ends (the tree kill follows): is gemini itself still running?
-      if (r.cancelled && !probed && grace > 600ms && now >= cancelled_at + grace - 300ms) {
+      if (r.cancelled && !probed && grace > 600ms && now >= stop_watch.marked_at() + grace - 300ms) {
         probed = true;
         r.node_alive_late_in_grace = process_named(run_mark(), "node").has_value();
       }
@@ -144,7 +145,7 @@ class RealGemini : public real_cli_test {
       run_until(io, [&] { return done; }, 20s);
     }
     r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-    if (r.cancelled && done) r.stop_took = std::chrono::duration_cast<std::chrono::milliseconds>(done_at - cancelled_at);
+    if (done) r.stop_elapsed = stop_watch.until(done_at);
 
     EXPECT_TRUE(r.finished) << "gemini did not end within 90 s\n" << r.dump();
     EXPECT_EQ(processes_with_env(run_mark()), std::vector<int>{}) << "the run left processes behind";
@@ -154,7 +155,7 @@ class RealGemini : public real_cli_test {
     }
     std::cout << "[ real gemini ] " << scenario << ": " << r.raw.lines.size() << " lines, " << r.messages.size()
               << " messages, " << transport::to_string(r.terminal.type) << ", " << r.elapsed.count() << " ms";
-    if (r.cancelled) std::cout << ", the stop took " << r.stop_took.count() << " ms";
+    if (r.stop_elapsed) std::cout << ", the stop took " << r.stop_elapsed->count() << " ms";
     std::cout << "\n";
     auto replacements = extra_replacements;
     const auto stable = stable_paths();
@@ -354,7 +355,7 @@ TEST_F(RealGemini, CancellationMidStream) {
   expect_raw_frame(r.raw, "slow");
   EXPECT_EQ(joined(raw_deltas(r.raw)), got);
   EXPECT_TRUE(r.raw.of_type("result").empty()) << "no result event after SIGINT\n" << r.dump();
-  EXPECT_LT(r.stop_took, kStopBound) << "the stream takes 40 s; the stop must not wait for it";
+  EXPECT_LT(stopped_in(r.stop_elapsed), kStopBound) << "the stream takes 40 s; the stop must not wait for it";
 }
 
 // Cancelled while the shell tool's `sleep 30` runs. Recorded (gemini-cli 0.61.0): SIGINT to gemini's group ends gemini
@@ -377,7 +378,7 @@ TEST_F(RealGemini, CancellationDuringAToolKillsTheToolProcess) {
   EXPECT_TRUE(r.raw.of_type("tool_result").empty()) << r.dump();
   EXPECT_TRUE(r.raw.of_type("result").empty()) << r.dump();
   EXPECT_EQ(::kill(*r.sleep_pid, 0), -1) << "the tool's sleep survived";
-  EXPECT_LT(r.stop_took, kStopBound) << "the tool sleeps 30 s; the stop must not wait for it";
+  EXPECT_LT(stopped_in(r.stop_elapsed), kStopBound) << "the tool sleeps 30 s; the stop must not wait for it";
 }
 
 // The stream is cut after "Hello wor": gemini does not retry a broken stream (also not with maxAttempts 2, tried by
@@ -434,7 +435,7 @@ TEST_F(RealGemini, SigtermToTheLeaderDoesNotStopGemini) {
   EXPECT_EQ(r.of(message_type::tool_call).size(), 1u);
   EXPECT_TRUE(r.raw.of_type("result").empty()) << r.dump();
   EXPECT_TRUE(r.node_alive_late_in_grace) << "gemini now ends on SIGTERM: update the README and the provider's doc";
-  EXPECT_GE(r.stop_took, policy.graceful_wait) << "only the tree kill after the grace period ends it";
+  EXPECT_GE(r.stop_elapsed.value_or(0ms), policy.graceful_wait) << "only the tree kill after the grace period ends it";
   EXPECT_EQ(::kill(*r.sleep_pid, 0), -1) << "the tool's sleep survived";
 }
 

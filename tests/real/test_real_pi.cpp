@@ -144,10 +144,10 @@ class RealPi : public real_cli_test {
     if (!pi_mapper) pi_mapper = providers::make_pi_mapper(o);
     result r;
     auto lines = std::make_shared<std::vector<std::string>>();
-    bool done = false, cancelled = false;
+    bool done = false;
     asio::cancellation_signal sig;
     const auto t0 = std::chrono::steady_clock::now();
-    std::chrono::steady_clock::time_point cancelled_at;
+    stop_clock stop_watch;
     providers::async_run_agent(
         io.get_executor(), providers::pi_spawn_options(o, scenario_prompt),
         std::make_unique<recording_mapper>(std::move(pi_mapper), lines), o.run,
@@ -158,16 +158,15 @@ class RealPi : public real_cli_test {
           done = true;
         }));
     const bool finished = run_until(io, [&] {
-      if (!done && !cancelled && cancel_when && cancel_when(r.messages)) {
-        cancelled = true;
-        cancelled_at = std::chrono::steady_clock::now();
+      if (!done && !stop_watch.marked() && cancel_when && cancel_when(r.messages)) {
+        stop_watch.mark();
         sig.emit(asio::cancellation_type::terminal);
       }
       return done;
     }, 90s);
     const auto ended = std::chrono::steady_clock::now();
     r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - t0);
-    if (cancelled) r.stop_elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(ended - cancelled_at);
+    r.stop_elapsed = stop_watch.until(ended);
     r.pi_lines = *lines;
     EXPECT_TRUE(finished) << "the run did not end within 90 s";
     EXPECT_EQ(transport::check_run(r.messages), std::vector<std::string>{}) << dump(r.messages);
