@@ -24,7 +24,7 @@ using namespace pi_scan;
 //     (array), a toolResults element that is not an object;
 //   * a message field parse_message() reads as a string / bool / number that has another JSON type (On-Demand
 //     treats it as absent: rare enough to leave there), `usage` or its `cost` not an object;
-//   * a number other than an unsigned canonical decimal (no exponent, ≤ 18 integer and ≤ 17 fraction digits), a
+//   * a number other than an unsigned canonical decimal (≤ 18 integer, ≤ 17 fraction, ≤ 4 exponent digits), a
 //     toolCall's `arguments` that raw_to_json() does not convert exactly as to_json() does, a toolResult's `content` or
 //     `details` that would be built (a call the mapper has not closed) or that validate_value() does not accept.
 // Skipped values get the strict checks of the other fast paths (skip_value(): strings closed, no raw control
@@ -34,26 +34,40 @@ using namespace pi_scan;
 namespace {
 
 /// A number of usage / cost as get_number() reads it (a double): an unsigned canonical integer of ≤ 18 digits
-/// (converted as get_int64() then static_cast<double>), or one with a fraction of ≤ 17 digits (std::from_chars, which
-/// rounds correctly, as simdjson's get_double() does). nullptr for anything else — a sign, an exponent, more digits —
-/// the On-Demand path reads those.
+/// (converted as get_int64() then static_cast<double>), or one with a fraction of ≤ 17 digits and/or an exponent of
+/// ≤ 4 digits (std::from_chars, which rounds correctly, as simdjson's get_double() does; JavaScript prints a cost
+/// below 1e-6 as `1.2e-7`). nullptr for anything else — a sign, more digits, a value out of a double's range — the
+/// On-Demand path reads those.
 const char* fast_number(const char* p, const char* end, double& out) noexcept {
-  const char* q = p;
-  while (q < end && static_cast<unsigned char>(*q - '0') < 10) ++q;
+  const auto digits_from = [end](const char* d) noexcept {
+    while (d < end && static_cast<unsigned char>(*d - '0') < 10) ++d;
+    return d;
+  };
+  const char* q = digits_from(p);
   const std::ptrdiff_t digits = q - p;
   if (digits == 0 || digits > 18 || (*p == '0' && digits > 1)) return nullptr;
+  bool floating = false;
   if (q < end && *q == '.') {
-    const char* const fraction = ++q;
-    while (q < end && static_cast<unsigned char>(*q - '0') < 10) ++q;
+    const char* const fraction = q + 1;
+    q = digits_from(fraction);
     if (q == fraction || q - fraction > 17) return nullptr;
-    if (q < end && !raw::is_delimiter(*q)) return nullptr;
+    floating = true;
+  }
+  if (q < end && (*q == 'e' || *q == 'E')) {
+    const char* exponent = q + 1;
+    if (exponent < end && (*exponent == '+' || *exponent == '-')) ++exponent;
+    q = digits_from(exponent);
+    if (q == exponent || q - exponent > 4) return nullptr;
+    floating = true;
+  }
+  if (q < end && !raw::is_delimiter(*q)) return nullptr;
+  if (floating) {
     double d = 0;
-    const auto [ptr, ec] = std::from_chars(p, q, d);
+    const auto [ptr, ec] = std::from_chars(p, q, d);  // an exponent's '+' too: from_chars takes it after the 'e'
     if (ec != std::errc{} || ptr != q) return nullptr;
     out = d;
     return q;
   }
-  if (q < end && !raw::is_delimiter(*q)) return nullptr;
   std::int64_t i = 0;
   for (const char* d = p; d < q; ++d) i = i * 10 + (*d - '0');
   out = static_cast<double>(i);

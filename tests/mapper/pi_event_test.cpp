@@ -268,6 +268,11 @@ TEST(PiEvent, MessageEventsGetTheOnDemandEventWhicheverPathReadsThem) {
       {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":0.5,"input":7}}})", true},
       {R"({"type":"message_end" , "message" : { "role" : "assistant" , "content" : [ { "type" : "text" , "text" : "spaced" } ] } })", true},
       {R"({"type":"message_end","message":{}})", true},
+      // Exponents: JavaScript prints a cost below 1e-6 as 1.2e-7.
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":1.5e3,"output":2E+2,)"
+       R"("cost":{"input":1.2e-7,"output":6E-7,"cacheRead":0.5e0,"cacheWrite":1e-0300,)"
+       R"("total":7.999999999999999e-7}}}})",
+       true},
       // Left to On-Demand (same event, or the same verdict).
       {R"({"type":"message_end","message":)" + open_result + "}", false},  // the result of an open call is built
       {R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[)" + open_result + "]}", false},
@@ -275,8 +280,14 @@ TEST(PiEvent, MessageEventsGetTheOnDemandEventWhicheverPathReadsThem) {
       {R"({"type":"turn_end","message":)" + assistant + R"(,"toolResults":[1]})", false},
       {R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","arguments":{"n":2.5}}]}})", false},
       {R"({"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","arguments":{"n": 2}}]}})", false},
-      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":1.5e3}}})", false},
       {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":-1}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":1e99999}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":1e400}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"cost":{"total":-1.2e-7}}}})", false},
+      // Not numbers: On-Demand's get_number() fails on them and the field stays unset, as for a string.
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":1e}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"cost":{"total":1.5e+}}}})", false},
+      {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":1.e5}}})", false},
       {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":01}}})", false},
       {R"({"type":"message_end","message":{"role":"assistant","usage":{"input":"many"}}})", false},
       {R"({"type":"message_end","message":{"role":"assistant","usage":{"cost":"free"}}})", false},
