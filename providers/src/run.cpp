@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <string_view>
 
 namespace agenthost::providers {
 
@@ -102,7 +103,15 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     if (!d) return;
     t.expires_after(*d);
     t.async_wait([self = shared_from_this(), what](error_code ec) {
-      if (!ec) self->end_with({.timeout = std::string(what)});
+      if (ec) return;
+      // Once the agent printed its final event the run counts as what it reported: a deadline still bounds the run
+      // (the tree is stopped as by the linger), the other watchdogs have nothing left to watch. (A timer that expired
+      // in the same turn as that event's line could not be cancelled any more: checked here.)
+      if (self->mapper_->agent_finished()) {
+        if (std::string_view(what) == "deadline") self->end_with({.stopped_after_finish = true});
+        return;
+      }
+      self->end_with({.timeout = std::string(what)});
     });
   }
 
@@ -144,7 +153,8 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       got_line_ = true;
       first_event_timer_.cancel();
     }
-    if (options_.idle_timeout && !ending_) arm(idle_timer_, options_.idle_timeout, "idle");
+    if (options_.idle_timeout && !ending_ && !mapper_->agent_finished())
+      arm(idle_timer_, options_.idle_timeout, "idle");
     for (const auto& l : lines) {
       try {
         if (options_.on_agent_line) options_.on_agent_line(l.text);
@@ -177,6 +187,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     if (!deliver()) return;
     if (mapper_->agent_finished() && !linger_armed_ && !ending_) {
       linger_armed_ = true;
+      idle_timer_.cancel();
       linger_timer_.expires_after(options_.linger_after_finish);
       linger_timer_.async_wait([self = shared_from_this()](error_code e) {
         if (!e && self->mapper_->agent_finished()) self->end_with({.stopped_after_finish = true});
@@ -187,6 +198,8 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
 
   void on_leader_exit(process::exit_status st) {
     status_ = st;
+    // While the tree is being stopped, the stop's completion finishes the run (its drain wait must not be replaced).
+    if (ending_) return;
     if (stdout_done_) return maybe_finish();
     // A descendant may hold stdout open after the leader exited: give it a moment, then stop the tree.
     drain_timer_.expires_after(options_.drain_after_exit);
@@ -303,7 +316,12 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     asio::get_associated_cancellation_slot(h).clear();
     const error_code ec = cancelled_ ? error_code(asio::error::operation_aborted) : error_code{};
     auto hex = asio::get_associated_executor(h, ex_);
-    asio::post(ex_, [h = std::move(h), hex, ec, terminal = std::move(terminal)]() mutable {
+    // The child goes first, in the posted step (not inside its own read handler): a read still pending — the run
+    // ended by the drain wait while something outside the tree holds stdout — is aborted and releases this object.
+    // Otherwise that read would keep the executor busy (run_agent's io_context::run() would not return) until the
+    // pipe closes.
+    asio::post(ex_, [self = shared_from_this(), h = std::move(h), hex, ec, terminal = std::move(terminal)]() mutable {
+      self->child_.reset();
       asio::dispatch(hex, [h = std::move(h), ec, terminal = std::move(terminal)]() mutable {
         std::move(h)(ec, std::move(terminal));
       });

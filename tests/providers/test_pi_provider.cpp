@@ -8,7 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <fstream>
 #include <iostream>
 
@@ -306,6 +312,48 @@ TEST_F(PiProvider, LingeringProcessIsStoppedAndTheRunStillCompletes) {
   auto r = run(fake({"replay", tool_turn, "ignore-sigint", "never-exit"}), o);
   EXPECT_EQ(r.terminal.type, message_type::terminal_completed);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+}
+
+// Once the agent printed its final event the run counts as what it reported: an idle timeout shorter than the linger
+// does not turn the silence that follows into a failure, and a deadline still bounds the run without failing it.
+TEST_F(PiProvider, WatchdogsDoNotTurnAFinishedRunIntoAFailure) {
+  run_options idle{.idle_timeout = std::chrono::milliseconds(100),
+                   .linger_after_finish = std::chrono::milliseconds(1000)};
+  auto a = run(fake({"replay", tool_turn, "never-exit"}), idle);
+  EXPECT_EQ(a.terminal.type, message_type::terminal_completed) << a.terminal.to_json_line();
+
+  run_options deadline{.deadline = std::chrono::milliseconds(1500), .linger_after_finish = std::chrono::seconds(60)};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto b = run(fake({"replay", tool_turn, "never-exit"}), deadline);
+  EXPECT_EQ(b.terminal.type, message_type::terminal_completed) << b.terminal.to_json_line();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s) << "ended by the linger, not by the deadline";
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+}
+
+// Something outside the tree holds the agent's stdout (here the test, through /proc/PID/fd/1): the run ends after the
+// drain wait and then releases the executor, instead of keeping a read pending until the pipe closes (which would
+// keep run_agent's io_context::run() from returning).
+TEST_F(PiProvider, AStdoutHeldOutsideTheTreeDoesNotKeepTheRunAlive) {
+  int held = -1;
+  run_options o{.drain_after_exit = std::chrono::milliseconds(100)};
+  o.on_agent_line = [&held](std::string_view line) {
+    int pid = 0;
+    if (held >= 0 || std::sscanf(std::string(line).c_str(), "pid: %d", &pid) != 1) return;
+    held = ::open(("/proc/" + std::to_string(pid) + "/fd/1").c_str(), O_WRONLY | O_CLOEXEC);
+    ::kill(pid, SIGKILL);
+  };
+  std::optional<message> terminal;
+  providers::async_run_agent(io.get_executor(), fake({"print-pid", "never-exit"}), providers::make_pi_mapper({}), o,
+                             [](const message&) {},
+                             [&terminal](boost::system::error_code, message t) { terminal = std::move(t); });
+  io.run_for(20s);
+  const bool released = io.stopped();
+  if (held >= 0) ::close(held);
+  ASSERT_GE(held, 0) << "the agent's stdout could not be opened through /proc";
+  ASSERT_TRUE(terminal.has_value());
+  EXPECT_EQ(terminal->type, message_type::terminal_failed) << terminal->to_json_line();
+  EXPECT_TRUE(released) << "work was still pending after the terminal";
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
 
 TEST_F(PiProvider, ExceptionFromTheConsumerStopsTheTreeThenPropagatesUnchanged) {

@@ -40,9 +40,11 @@ using message_handler = std::function<void(const transport::message&)>;
 struct run_options {
   /// No stdout line within this time after the spawn → terminal.failed (timeout "first_event"). Default: none.
   std::optional<std::chrono::milliseconds> first_event_timeout{};
-  /// No stdout line for this long → terminal.failed (timeout "idle"). Default: none.
+  /// No stdout line for this long, before the agent's final event → terminal.failed (timeout "idle"); once that event
+  /// came, silence is expected and linger_after_finish bounds the wait. Default: none.
   std::optional<std::chrono::milliseconds> idle_timeout{};
-  /// Whole run longer than this → terminal.failed (timeout "deadline"). Default: none.
+  /// Whole run longer than this → terminal.failed (timeout "deadline"); if the agent printed its final event before,
+  /// the tree is stopped then and the run counts as what the agent reported, as after the linger. Default: none.
   std::optional<std::chrono::milliseconds> deadline{};
   /// After the agent printed its final event, how long its process may linger before it is stopped (the run still
   /// counts as what the agent reported). Default: 3 s.
