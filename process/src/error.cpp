@@ -23,6 +23,7 @@ class category final : public boost::system::error_category {
       case errc::operation_in_progress: return "an operation of this kind is already in progress";
       case errc::stop_incomplete: return "processes of the agent's tree survived the stop";
       case errc::argument_list_too_long: return "the command line or environment exceeds the kernel's exec limits";
+      case errc::argument_contains_nul: return "a command-line argument or environment entry contains a NUL byte";
     }
     return "unknown agenthost error " + std::to_string(ev);
   }
@@ -44,6 +45,7 @@ const char* errc_name(errc e) noexcept {
     case errc::operation_in_progress: return "operation_in_progress";
     case errc::stop_incomplete: return "stop_incomplete";
     case errc::argument_list_too_long: return "argument_list_too_long";
+    case errc::argument_contains_nul: return "argument_contains_nul";
   }
   return "unknown";
 }

@@ -49,9 +49,9 @@ boost::system::result<codex_command, std::string> build_codex_command(const code
   a.insert(a.end(), o.extra_args.begin(), o.extra_args.end());
   a.emplace_back("--");
   if (o.session_id) a.emplace_back(*o.session_id);
-  // "-" as the prompt argument means "read stdin": a prompt that is exactly "-", or too long for one argument, goes
-  // through stdin (codex reads it to EOF).
-  if (prompt.size() > codex_prompt_argv_max || prompt == "-") {
+  // "-" as the prompt argument means "read stdin": a prompt that is exactly "-", too long for one argument, or with a
+  // NUL byte (an argument would end there) goes through stdin (codex reads it to EOF).
+  if (prompt.size() > codex_prompt_argv_max || prompt == "-" || prompt.find('\0') != std::string_view::npos) {
     a.emplace_back("-");
     cmd.stdin_text.emplace(prompt);
   } else {

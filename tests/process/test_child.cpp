@@ -403,6 +403,32 @@ TEST(SpawnErrors, MissingExecutableNamesThePath) {
   EXPECT_EQ(zombie_children(), 0);
 }
 
+// execve() would end a string at its first NUL (a prompt cut silently) and the spawn server's request is
+// NUL-separated: each place a NUL can hide is refused by name, before anything is spawned, in both containments.
+TEST(SpawnErrors, NulBytesAreRefusedByNameBeforeSpawning) {
+  asio::io_context io;
+  const int fds = open_fd_count();
+  using namespace std::string_literals;
+  for (const auto mode : {containment_kind::reaper, containment_kind::session}) {
+    const auto refused = [&](spawn_options o, const std::string& what) {
+      if (o.executable.empty()) o.executable = AGENTHOST_FAKE_AGENT;
+      o.containment = mode;
+      o.reaper_path = AGENTHOST_REAPER;
+      auto c = child::spawn(io.get_executor(), std::move(o));
+      ASSERT_FALSE(c) << what;
+      EXPECT_EQ(c.error().code, agenthost::errc::argument_contains_nul) << what;
+      EXPECT_NE(c.error().message.find(what + " contains a NUL byte"), std::string::npos) << c.error().message;
+    };
+    refused({.args = {"exit", "fix\0 the test"s}}, "argument 2");
+    refused({.args = {"exit", "0"}, .env = {.set = {{"PROMPT", "a\0b"s}}}}, "the environment variable 'PROMPT'");
+    refused({.executable = std::string(AGENTHOST_FAKE_AGENT) + "\0x"s, .args = {"exit", "0"}}, "the executable path");
+    refused({.args = {"exit", "0"}, .working_directory = "/tmp\0/x"s}, "the working directory");
+    refused({.args = {"exit", "0"}, .argv0 = "agent\0"s}, "argv0");
+  }
+  EXPECT_STREQ(agenthost::errc_name(agenthost::errc::argument_contains_nul), "argument_contains_nul");
+  EXPECT_EQ(open_fd_count(), fds) << "a refused spawn leaked descriptors";
+}
+
 TEST(SpawnErrors, CommandLinesTheKernelWouldRefuseNameTheCulpritBeforeSpawning) {
   asio::io_context io;
   const int fds = open_fd_count();

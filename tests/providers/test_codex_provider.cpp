@@ -80,6 +80,12 @@ TEST(CodexArguments, LongPromptsAndADashGoThroughStdin) {
   ASSERT_TRUE(dash.has_value());
   EXPECT_EQ(dash->args.back(), "-");
   EXPECT_EQ(dash->stdin_text, std::optional<std::string>("-"));
+  // A NUL would end the argument there: stdin too.
+  const std::string nul("fix\0 it", 7);
+  auto with_nul = providers::build_codex_command({}, nul);
+  ASSERT_TRUE(with_nul.has_value());
+  EXPECT_EQ(with_nul->args.back(), "-");
+  EXPECT_EQ(with_nul->stdin_text, std::optional<std::string>(nul));
 
   auto run = providers::make_codex_run({}, big);
   ASSERT_TRUE(run.spawn.has_value());

@@ -136,6 +136,15 @@ TEST(PiPromptDelivery, AutomaticUsesArgvUpToTheThresholdThenStdin) {
   auto at = command({}, "@alice please review");
   ASSERT_TRUE(at.stdin_text);
   EXPECT_EQ(*at.stdin_text, "@alice please review");
+  // A NUL would end an argument: through stdin, whole; refused when argv is forced.
+  const std::string nul("fix\0 it", 7);
+  auto with_nul = command({}, nul);
+  ASSERT_TRUE(with_nul.stdin_text);
+  EXPECT_EQ(*with_nul.stdin_text, nul);
+  EXPECT_EQ(with_nul.args.back(), "-p");
+  const auto forced = build_pi_command({.prompt_delivery = pi_prompt_delivery::argv}, nul);
+  ASSERT_FALSE(forced);
+  EXPECT_NE(forced.error().find("NUL"), std::string::npos) << forced.error();
   // Forced deliveries.
   EXPECT_FALSE(command({.prompt_delivery = pi_prompt_delivery::argv}, big).stdin_text);
   EXPECT_TRUE(command({.prompt_delivery = pi_prompt_delivery::stdin}, "hi").stdin_text);

@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
+#include <string_view>
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -96,6 +98,20 @@ boost::system::result<reaper_started, spawn_error> await_reaper_start(int contro
 }  // namespace
 
 boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_options& options) {
+  // execve() takes C strings: a NUL would silently end an argument there (and break the spawn server's NUL-separated
+  // request). Refused by name before anything else.
+  const auto nul_in = [](std::string_view s) { return s.find('\0') != std::string_view::npos; };
+  const auto refuse = [](const std::string& what) {
+    return spawn_error{make_error_code(errc::argument_contains_nul), what + " contains a NUL byte"};
+  };
+  if (nul_in(options.executable.native())) return refuse("the executable path");
+  if (options.argv0 && nul_in(*options.argv0)) return refuse("argv0");
+  for (std::size_t i = 0; i < options.args.size(); ++i)
+    if (nul_in(options.args[i])) return refuse("argument " + std::to_string(i + 1));
+  for (const auto& [name, value] : options.env.set)
+    if (nul_in(name) || nul_in(value)) return refuse("the environment variable '" + name + "'");
+  if (nul_in(options.working_directory.native())) return refuse("the working directory");
+
   // Resolve and check everything we can before creating any process, so each failure names its path.
   std::string path_var;
   if (auto it = options.env.set.find("PATH"); it != options.env.set.end()) {

@@ -26,6 +26,7 @@ enum class errc {
   operation_in_progress,        ///< another operation of the same kind is pending (e.g. two reads at once)
   stop_incomplete,              ///< the stop ran to the end but processes of the tree survived
   argument_list_too_long,       ///< an argument, an environment string or all of them exceed the kernel's exec limits
+  argument_contains_nul,        ///< an argument, environment entry, executable or working directory holds a NUL byte
 };
 
 /// The enumerator's name: "executable_not_found", "argument_list_too_long"… (what terminal.failed `error` carries for

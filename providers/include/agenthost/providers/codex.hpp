@@ -7,11 +7,11 @@
 // PROMPT`, or to resume a session `codex exec resume --json … [extra args] -- SESSION_ID PROMPT`. The `--` keeps a
 // prompt that starts with '-' from being read as a flag; extra arguments come right before it, so a flag among them
 // that expects a value can only fail (clap: "a value is required"), never take the prompt. A prompt above
-// codex_prompt_argv_max bytes, or exactly "-", goes through codex's stdin (`-` as the prompt argument: codex reads
-// stdin to EOF); otherwise stdin is /dev/null — with a prompt argument codex still reads a non-terminal stdin to EOF
-// and appends it, so an open pipe would hang it. The stop policy is SIGINT to the process group (codex 0.171.0 exits 1
-// within ~30 ms and kills its own tool commands, which run in their own sessions), then the whole tree is killed as
-// always.
+// codex_prompt_argv_max bytes, exactly "-", or with a NUL byte goes through codex's stdin (`-` as the prompt
+// argument: codex reads stdin to EOF); otherwise stdin is /dev/null — with a prompt argument codex still reads a
+// non-terminal stdin to EOF and appends it, so an open pipe would hang it. The stop policy is SIGINT to the process
+// group (codex 0.171.0 exits 1 within ~30 ms and kills its own tool commands, which run in their own sessions), then
+// the whole tree is killed as always.
 #pragma once
 
 #include <agenthost/mapper/codex_mapper.hpp>

@@ -41,11 +41,12 @@ inline constexpr version delta_json{0, 84, 0};       ///< delta-only message_upd
 
 /// How the prompt reaches pi.
 enum class pi_prompt_delivery {
-  /// argv when the prompt has at most pi_prompt_argv_max bytes and does not start with '@' (pi would read that as a
-  /// file to attach); stdin otherwise. The default.
+  /// argv when the prompt has at most pi_prompt_argv_max bytes, does not start with '@' (pi would read that as a
+  /// file to attach) and holds no NUL byte (an argument cannot carry one); stdin otherwise. The default.
   automatic,
-  /// Always the last argument: exact for any text (before pi 1.6 a prompt starting with '-' or '@' gets one leading
-  /// space), but Linux refuses an argument of 128 KiB or more (start_failed, "argument_list_too_long").
+  /// Always the last argument: exact for any text without a NUL byte (before pi 1.6 a prompt starting with '-' or '@'
+  /// gets one leading space; a NUL is invalid_options), but Linux refuses an argument of 128 KiB or more
+  /// (start_failed, "argument_list_too_long").
   argv,
   /// Always pi's stdin, then EOF: any size, never parsed as flags or files. pi trims what it reads from stdin (JS
   /// String.trim), so the prompt's trailing whitespace is passed as the last argument, which pi appends unchanged;
