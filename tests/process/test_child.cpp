@@ -4,6 +4,7 @@
 #include "../../process/src/linux/adopt_spawn.hpp"
 
 #include <agenthost/process/child.hpp>
+#include <agenthost/process/spawn_server.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -533,6 +534,10 @@ TEST(SpawnErrors, AnAgentTheKernelCannotExecIsASpawnErrorOnEveryPath) {
   // failure is reported synchronously with the errno, and nothing is left behind.
   const std::string bad = write_unrunnable_file();
   asio::io_context io;
+  // The spawn server up front, and waited for: otherwise the server spawn below is the process's first and starts it
+  // on a background thread, whose descriptors come and go while this test counts them (and no spawn goes through it).
+  const auto prestarted = prestart_spawn_server(AGENTHOST_REAPER);
+  ASSERT_TRUE(prestarted) << prestarted.error().message;
   using path = std::pair<containment_kind, bool>;  // containment, reaper_server
   for (const auto& [mode, server] : {path{containment_kind::reaper, false}, path{containment_kind::reaper, true},
                                      path{containment_kind::session, false}}) {
@@ -557,6 +562,9 @@ TEST(SpawnErrors, AReaperThatCannotBeExecdLeavesNoAgentRunning) {
   const std::string bad_reaper = write_unrunnable_file();
   const std::string token = random_token();
   asio::io_context io;
+  // Waits for a background start of the spawn server an earlier test may have left under way (see above).
+  const auto server = prestart_spawn_server(AGENTHOST_REAPER);
+  ASSERT_TRUE(server) << server.error().message;
   const int fds = open_fd_count();
   auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
                                             .args = {"ready", "never-exit"},
