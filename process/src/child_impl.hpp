@@ -86,18 +86,6 @@ void post_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
   post_completion_keep_slot(std::move(h), fallback, std::move(args)...);
 }
 
-// Completes `h` now, on its associated executor (inline when that is the one running). Only for code that already
-// runs on the child's executor outside any initiating function — one of our own completions — where a post would
-// only add a scheduler round trip. The handler may start the next read right away: that read only arms the poller or
-// posts, so the stack does not grow.
-template <class Sig, class Executor, class... Args>
-void dispatch_completion(handler_t<Sig> h, const Executor& fallback, Args... args) {
-  boost::asio::get_associated_cancellation_slot(h).clear();
-  auto ex = boost::asio::get_associated_executor(h, fallback);
-  run_here_or_dispatch(
-      ex, [h = std::move(h), ... args = std::move(args)]() mutable { std::move(h)(std::move(args)...); });
-}
-
 }  // namespace detail
 
 struct child::impl : std::enable_shared_from_this<impl> {
@@ -215,6 +203,13 @@ struct child::impl : std::enable_shared_from_this<impl> {
   void read_lines(detail::handler_t<void(error_code, line_batch)> h);
   void read_more(detail::handler_t<void(error_code, line_batch)> h);
   void on_stdout(error_code ec, std::size_t n, detail::handler_t<void(error_code, line_batch)> h);
+  // Completes a read with lines of `batch` (views into this object). The completion holds this object until the
+  // handler has run, and a child destroyed before that (by a handler that ran first) gives operation_aborted and no
+  // lines, as destroying a child with a read pending does. `post`: never inline (from an initiating function);
+  // otherwise inline when the handler's executor is the one running — only from our own completions on the child's
+  // executor, where the handler may start the next read at once: that read only arms the poller or posts, so the
+  // stack does not grow.
+  void complete_read(detail::handler_t<void(error_code, line_batch)> h, bool post);
 
   // ---- stdout, coalescing mode --------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ namespace agenthost::process {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
-using detail::dispatch_completion;
 using detail::handler_t;
 using detail::post_completion;
 using detail::post_completion_keep_slot;
@@ -57,7 +56,7 @@ void child::impl::adopt_stdout(unique_fd fd) {
 
 void child::impl::warm_read_state(const void* p) noexcept {
   const auto* self = static_cast<const impl*>(p);
-  // What on_ready → read_coalesced → dispatch_completion touches first: the shared count (weak_ptr::lock, make_shared
+  // What on_ready → read_coalesced → complete_read touches first: the shared count (weak_ptr::lock, make_shared
   // puts it right before the object), the executor, the read chunk size, the read state block. Addresses only, no
   // load: the child may have been destroyed since the tick saw its pipe, and a prefetch of freed memory is harmless.
   // Measured (bench/README.md#scale, 12 alternated pairs at 100 agents): 0.4–0.6 points of a core less.
@@ -82,7 +81,7 @@ void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
   if (reading) return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
   if (held_lines) {  // read for the read before, which was cancelled meanwhile (see batched_complete)
     held_lines = false;
-    return post_completion(std::move(h), ex, error_code{}, batch.view());
+    return complete_read(std::move(h), true);
   }
   batch.clear();
   if (out_eof || shut_down)
@@ -105,7 +104,7 @@ void child::impl::on_stdout(error_code ec, std::size_t n, handler_t<void(error_c
   framer.commit(n, [this](const line_view& l) { batch.push(l); });
   if (ec == asio::error::operation_aborted || (ec && shut_down)) {
     reading = false;
-    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, batch.view());
+    if (!batch.empty()) return complete_read(std::move(h), true);
     return post_completion(std::move(h), ex, error_code(asio::error::operation_aborted), line_batch{});
   }
   if (ec) {  // EOF (or an error, treated as EOF: nothing more can come)
@@ -113,12 +112,12 @@ void child::impl::on_stdout(error_code ec, std::size_t n, handler_t<void(error_c
     out_eof = true;
     framer.finish([this](const line_view& l) { batch.push(l); });
     reading = false;
-    if (!batch.empty()) return post_completion(std::move(h), ex, error_code{}, batch.view());
+    if (!batch.empty()) return complete_read(std::move(h), true);
     return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
   }
   if (batch.empty()) return read_more(std::move(h));
   reading = false;
-  post_completion(std::move(h), ex, error_code{}, batch.view());
+  complete_read(std::move(h), true);
 }
 
 void child::impl::read_lines_coalesced(handler_t<void(error_code, line_batch)> h) {
@@ -217,8 +216,18 @@ void child::impl::read_coalesced(bool from_initiation, long first) {
     });
   }
   reading = false;
-  if (from_initiation) return post_completion(std::move(pending_read), ex, error_code{}, batch.view());
-  dispatch_completion(std::move(pending_read), ex, error_code{}, batch.view());
+  complete_read(std::move(pending_read), from_initiation);
+}
+
+void child::impl::complete_read(handler_t<void(error_code, line_batch)> h, bool post) {
+  asio::get_associated_cancellation_slot(h).clear();
+  const auto hex = asio::get_associated_executor(h, ex);
+  auto deliver = [self = shared_from_this(), h = std::move(h), lines = batch.view()]() mutable {
+    if (self->shut_down) return std::move(h)(error_code(asio::error::operation_aborted), line_batch{});
+    std::move(h)(error_code{}, lines);
+  };
+  if (post) return asio::post(ex, [hex, d = std::move(deliver)]() mutable { asio::dispatch(hex, std::move(d)); });
+  detail::run_here_or_dispatch(hex, std::move(deliver));
 }
 
 void child::impl::write_stdin(asio::const_buffer data, handler_t<void(error_code, std::size_t)> h) {

@@ -12,8 +12,11 @@
 #include <array>
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
+#include <utility>
 
 using namespace agenthost;
 using namespace agenthost::process;
@@ -313,6 +316,54 @@ TEST_F(ReadCoalescingTest, DestroyingWithAPendingReadAbortsIt) {
   io.restart();
   io.run_for(5s);
   EXPECT_TRUE(io.stopped());
+}
+
+// An executor that keeps what is submitted to it until the test runs it: a handler bound to it completes exactly when
+// the test says, whatever the io_context runs meanwhile.
+class parked_executor {
+ public:
+  parked_executor(asio::io_context& ctx, std::vector<std::function<void()>>& parked) : ctx_(&ctx), parked_(&parked) {}
+  asio::execution_context& query(asio::execution::context_t) const noexcept { return *ctx_; }
+  static constexpr asio::execution::blocking_t::never_t query(asio::execution::blocking_t) noexcept { return {}; }
+  template <class F>
+  void execute(F f) const {
+    auto kept = std::make_shared<F>(std::move(f));
+    parked_->push_back([kept] { (*kept)(); });
+  }
+  bool operator==(const parked_executor& o) const noexcept { return parked_ == o.parked_; }
+  bool operator!=(const parked_executor& o) const noexcept { return parked_ != o.parked_; }
+
+ private:
+  asio::io_context* ctx_;
+  std::vector<std::function<void()>>* parked_;
+};
+
+// A read's completion carries views into the child. A child destroyed after its read completed but before the
+// handler ran (a handler that ran first destroyed it) must give that handler operation_aborted and no lines, never
+// views into a destroyed child: in both read modes.
+TEST_F(ReadCoalescingTest, ACompletionQueuedWhenTheChildIsDestroyedIsAborted) {
+  for (const auto coalescing : {std::chrono::microseconds(0), std::chrono::microseconds(2ms)}) {
+    SCOPED_TRACE(coalescing.count() == 0 ? "plain reads" : "coalesced reads");
+    auto c = std::make_unique<child>(spawn(options({"stdout", "ready", "never-exit"}, coalescing)));
+    std::vector<std::function<void()>> parked;
+    std::optional<boost::system::error_code> ec;
+    std::size_t lines = 0;
+    const auto handler = [&](boost::system::error_code e, line_batch b) {
+      ec = e;
+      lines = b.size();
+    };
+    c->async_read_lines(asio::bind_executor(parked_executor(io, parked), handler));
+    ASSERT_TRUE(run_until(io, [&] { return !parked.empty(); }, 20s)) << "the read did not complete";
+    c.reset();  // kills the tree synchronously, while the completion waits
+    for (auto& f : std::exchange(parked, {})) f();
+    ASSERT_TRUE(ec.has_value());
+    EXPECT_EQ(*ec, asio::error::operation_aborted);
+    EXPECT_EQ(lines, 0u);
+    io.restart();
+    io.run_for(2s);
+    EXPECT_TRUE(io.stopped()) << "work left behind";
+    io.restart();
+  }
 }
 
 TEST_F(ReadCoalescingTest, AHandlerThatDestroysTheOtherReadyChildrenOfItsTick) {
