@@ -343,8 +343,10 @@ std::optional<package_info> npm_package(const fs::path& script, std::string_view
     std::ifstream in(file);
     auto j = nlohmann::json::parse(in, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    const auto name = j.value("name", std::string{});
-    if (name.find(name_part) == std::string::npos) return std::nullopt;  // someone else's package
+    const auto name_it = j.find("name");  // not j.value(): it throws when `name` is there but not a string
+    if (name_it == j.end() || !name_it->is_string() ||
+        name_it->get_ref<const std::string&>().find(name_part) == std::string::npos)
+      return std::nullopt;  // someone else's package (or no valid name)
     package_info p{.file = file};
     if (j.contains("version") && j["version"].is_string()) p.pkg_version = version::parse(j["version"].get<std::string>());
     if (j.contains("engines") && j["engines"].is_object() && j["engines"].contains("node") &&

@@ -39,6 +39,20 @@ json read_json(const fs::path& p) {
   return json::parse(in, nullptr, false, /*ignore_comments=*/true);
 }
 
+// The member at `path` (object keys only), or null when a step is missing or not an object. A user's settings file can
+// hold anything: json_pointer lookups throw on some shapes (`"security": []`), and a probe never throws.
+const json& member_at(const json& j, std::initializer_list<const char*> path) {
+  static const json missing;
+  const json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object()) return missing;
+    const auto it = at->find(key);
+    if (it == at->end()) return missing;
+    at = &*it;
+  }
+  return *at;
+}
+
 bool non_empty_object(const fs::path& p) {
   const auto j = read_json(p);
   return j.is_object() && !j.empty();
@@ -211,10 +225,8 @@ void gemini_trust(const probe_context& c, const fs::path& dir, probe_result& r) 
   const bool forced_untrusted = trust_env == "false" || env_value(c.env, "GEMINI_RESTRICTED_MODE") == "true";
   if (!forced_untrusted) {
     const auto settings = read_json(dir / "settings.json");
-    if (settings.is_object()) {
-      const auto t = settings.value(json::json_pointer("/security/folderTrust/enabled"), json());
-      if (t.is_boolean() && !t.get<bool>()) return;
-    }
+    const json& t = member_at(settings, {"security", "folderTrust", "enabled"});
+    if (t.is_boolean() && !t.get<bool>()) return;
   }
   std::error_code ec;
   const fs::path cwd = c.options.working_directory.empty() ? fs::current_path(ec) : c.options.working_directory;
@@ -257,7 +269,7 @@ void gemini_configuration(const probe_context& c, probe_result& r) {
     const auto settings = read_json(dir / "settings.json");
     have_credentials =
         non_empty_object(dir / "oauth_creds.json") || file_has_line_starting(dir / ".env", "GEMINI_API_KEY=") ||
-        (settings.is_object() && settings.value(json::json_pointer("/security/auth/selectedType"), json()).is_string());
+        member_at(settings, {"security", "auth", "selectedType"}).is_string();
   }
   if (!have_credentials && !dir.empty())
     r.hints.push_back("no credentials found: GEMINI_API_KEY and GOOGLE_API_KEY are unset, Vertex AI is not selected "

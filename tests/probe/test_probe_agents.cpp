@@ -229,6 +229,15 @@ TEST_F(ProbeAgents, PackageJsonOfAnotherPackageIsIgnored) {
   EXPECT_EQ(r.runtime->required, (version{20, 0, 0}));
 }
 
+TEST_F(ProbeAgents, PackageJsonWithANameThatIsNotAStringIsIgnored) {
+  npm_install_gemini(R"({"name": null, "version": "9.9.9", "engines": {"node": ">=99.0.0"}})");  // j.value() threw
+  fake_node(bin / "node", "v20.11.0", "0.61.0");
+  const auto r = probe(agent_kind::gemini, options(fs::path{}));
+  EXPECT_TRUE(r.available) << joined(r.problems);
+  ASSERT_TRUE(r.runtime.has_value());
+  EXPECT_EQ(r.runtime->required, (version{20, 0, 0}));
+}
+
 // --- Credentials ------------------------------------------------------------------------------------------------
 
 class Credentials : public probe_fixture {
@@ -329,6 +338,10 @@ TEST_F(Credentials, Gemini) {
   EXPECT_TRUE(hinted(a));
   write(g / "settings.json", R"({"security": {"auth": {"selectedType": "gemini-api-key"}}})", 0644);
   EXPECT_FALSE(hinted(a));
+  for (const char* odd : {R"({"security": []})", R"({"security": {"auth": 7}})", "[]", "null"}) {
+    write(g / "settings.json", odd, 0644);  // a file of another shape: no auth type, and no exception
+    EXPECT_TRUE(hinted(a)) << odd;
+  }
   fs::remove(g / "settings.json");
 
   write(g / ".env", "GOOGLE_CLOUD_PROJECT=p\n", 0600);
@@ -453,6 +466,11 @@ TEST_F(GeminiTrust, DisabledFolderTrustNeedsNoRule) {
   EXPECT_FALSE(untrusted(work));
   write(home / ".gemini" / "settings.json", R"({"security": {"folderTrust": {"enabled": true}}})", 0644);
   EXPECT_TRUE(untrusted(work));
+  // Other shapes (json_pointer lookups would throw on the first two): folder trust stays on, and nothing throws.
+  for (const char* odd : {R"({"security": []})", R"({"security": {"folderTrust": [false]}})", R"({"security": 1})"}) {
+    write(home / ".gemini" / "settings.json", odd, 0644);
+    EXPECT_TRUE(untrusted(work)) << odd;
+  }
 }
 
 TEST_F(GeminiTrust, RulesFileFromTheEnvironmentAndGeminiHome) {
