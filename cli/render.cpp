@@ -72,7 +72,15 @@ int exit_code_for(const transport::message& terminal) {
   switch (terminal.type) {
     case transport::message_type::terminal_completed: return 0;
     case transport::message_type::terminal_cancelled: return 130;
-    default: return 1;
+    default: {
+      // Options the parser took but the provider refused (--session with --no-session, an unknown thinking level…)
+      // are usage errors too: the terminal is printed, and the exit code says so.
+      const auto& c = terminal.content;
+      const auto error = c.is_object() ? c.find("error") : c.end();
+      const bool invalid_options =
+          error != c.end() && error->is_string() && error->get_ref<const std::string&>() == "invalid_options";
+      return invalid_options ? 2 : 1;
+    }
   }
 }
 

@@ -134,6 +134,16 @@ TEST(Cli, UsageErrorsExitTwo) {
   // pi's own flags are refused for the other agents instead of being dropped.
   EXPECT_EQ(run_cli({"run", "--agent", "codex", "--provider", "x", "hi"}).exit_code, 2);
   EXPECT_EQ(run_cli({"run", "--agent", "gemini", "--no-session", "hi"}).exit_code, 2);
+  // Refused by the provider rather than the parser: the start_failed terminal is printed, the exit says usage error.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--agent", "pi", "--session", "s1", "--no-session", "hi"},
+        std::vector<std::string>{"run", "--agent", "pi", "--thinking-level", "bogus", "hi"},
+        std::vector<std::string>{"run", "--agent", "opencode", "--model", "gpt-5", "hi"}}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args[2] << " " << args[3];
+    ASSERT_EQ(r.messages.size(), 1u) << args[2] << " " << args[3];
+    EXPECT_EQ(r.messages[0].content.at("error"), "invalid_options");
+  }
 }
 
 TEST(Cli, MissingExecutableIsAFailedRunNotAUsageError) {
