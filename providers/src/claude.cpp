@@ -11,7 +11,7 @@ std::optional<std::string> tool_list(const std::vector<std::string>& tools, std:
                                      std::string& list) {
   list.clear();
   for (const auto& t : tools) {
-    if (t.empty() || t.front() == '-' || t.find(',') != std::string::npos || t.find('\0') != std::string::npos)
+    if (t.empty() || t.front() == '-' || t.find(',') != std::string::npos || detail::has_nul(t))
       return "invalid " + std::string(option) + " entry '" + t + "' (empty, starting with '-' or containing ',')";
     if (!list.empty()) list += ',';
     list += t;
@@ -40,7 +40,7 @@ boost::system::result<claude_command, std::string> build_claude_command(const cl
     return std::string("claude_options::run.stdin_data must be empty: the provider uses it for long prompts");
   if (prompt.empty()) return std::string("the prompt is empty (claude -p would wait for one on stdin)");
   // execve() ends every argument at its first NUL: an option holding one would be cut silently.
-  auto has_nul = [](std::string_view v) { return v.find('\0') != std::string_view::npos; };
+  using detail::has_nul;
   for (const auto& e : o.extra_args)
     if (has_nul(e)) return std::string("an extra argument contains a NUL byte");
   if (has_nul(o.model) || (o.session_id && has_nul(*o.session_id)) || has_nul(o.append_system_prompt))

@@ -51,7 +51,7 @@ boost::system::result<codex_command, std::string> build_codex_command(const code
   if (o.session_id) a.emplace_back(*o.session_id);
   // "-" as the prompt argument means "read stdin": a prompt that is exactly "-", too long for one argument, or with a
   // NUL byte (an argument would end there) goes through stdin (codex reads it to EOF).
-  if (prompt.size() > codex_prompt_argv_max || prompt == "-" || prompt.find('\0') != std::string_view::npos) {
+  if (prompt.size() > codex_prompt_argv_max || prompt == "-" || detail::has_nul(prompt)) {
     a.emplace_back("-");
     cmd.stdin_text.emplace(prompt);
   } else {

@@ -4,9 +4,14 @@
 
 #include <agenthost/providers/run.hpp>
 
+#include <string_view>
 #include <utility>
 
 namespace agenthost::providers::detail {
+
+/// Whether `s` holds a NUL byte: execve() ends an argument at its first one, so such a value cannot be passed as an
+/// argument (a prompt then goes through stdin; an option is refused).
+inline bool has_nul(std::string_view s) noexcept { return s.find('\0') != std::string_view::npos; }
 
 /// The spawn request and run options for `command`: stdin is a pipe carrying command->stdin_text (then EOF) when the
 /// prompt goes through stdin, else /dev/null — every agent reads a non-terminal stdin (some to EOF before starting),

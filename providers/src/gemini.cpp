@@ -53,12 +53,12 @@ boost::system::result<gemini_command, std::string> build_gemini_command(const ge
     a.insert(a.end(), {"--resume", *o.session_id});
   }
   // A NUL byte would silently end an argument (execve takes C strings): such a prompt goes through stdin.
-  const bool has_nul = prompt.find('\0') != std::string_view::npos;
-  if (has_nul && o.prompt_delivery == gemini_prompt_delivery::argv)
+  const bool nul = detail::has_nul(prompt);
+  if (nul && o.prompt_delivery == gemini_prompt_delivery::argv)
     return std::string("the prompt contains a NUL byte, which a command-line argument cannot carry");
   const bool via_stdin =
       o.prompt_delivery == gemini_prompt_delivery::stdin ||
-      (o.prompt_delivery == gemini_prompt_delivery::automatic && (prompt.size() > gemini_prompt_argv_max || has_nul));
+      (o.prompt_delivery == gemini_prompt_delivery::automatic && (prompt.size() > gemini_prompt_argv_max || nul));
   if (via_stdin) {
     if (prompt.size() > gemini_prompt_stdin_max)
       return "the prompt is " + std::to_string(prompt.size()) + " bytes: gemini reads at most " +

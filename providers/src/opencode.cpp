@@ -9,8 +9,7 @@ namespace {
 // A value placed after a flag must not look like a flag itself (yargs would read it as the next option).
 bool flag_like(std::string_view s) { return !s.empty() && s.front() == '-'; }
 
-// A NUL cannot be passed in an argument (the kernel would cut it there).
-bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+using detail::has_nul;
 
 }  // namespace
 

@@ -126,13 +126,13 @@ boost::system::result<pi_command, std::string> build_pi_command(const pi_options
   // -p last among the flags: in pi 1.x it consumes the next argument as the prompt unless that starts with '-'.
   a.emplace_back("-p");
   // execve() would end the argument at a NUL: such a prompt goes through stdin, or is refused when argv is asked for.
-  const bool has_nul = prompt.find('\0') != std::string_view::npos;
-  if (has_nul && o.prompt_delivery == pi_prompt_delivery::argv)
+  const bool nul = detail::has_nul(prompt);
+  if (nul && o.prompt_delivery == pi_prompt_delivery::argv)
     return std::string("the prompt contains a NUL byte, which a command-line argument cannot carry");
   const bool via_stdin =
       o.prompt_delivery == pi_prompt_delivery::stdin ||
       (o.prompt_delivery == pi_prompt_delivery::automatic &&
-       (prompt.size() > pi_prompt_argv_max || (!prompt.empty() && prompt.front() == '@') || has_nul));
+       (prompt.size() > pi_prompt_argv_max || (!prompt.empty() && prompt.front() == '@') || nul));
   std::string_view argument = prompt;
   if (via_stdin) {
     // pi: stdin.trim() + the first message, joined with nothing between. The trimmed text goes to stdin unchanged;

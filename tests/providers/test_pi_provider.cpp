@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <optional>
-#include <string_view>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 using namespace agenthost;
 using namespace agenthost::test;
