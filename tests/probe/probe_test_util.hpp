@@ -8,12 +8,20 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace agenthost::test {
 
 namespace fs = std::filesystem;
+
+/// Whether an entry of `v` contains `needle`.
+inline bool contains(const std::vector<std::string>& v, const std::string& needle) {
+  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; });
+}
 
 /// One line per entry, for failure messages.
 inline std::string joined(const std::vector<std::string>& v) {

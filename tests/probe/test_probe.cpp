@@ -17,10 +17,6 @@ namespace {
 
 using Probe = probe_fixture;
 
-bool contains(const std::vector<std::string>& v, const std::string& needle) {
-  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; });
-}
-
 bool has_arg(const std::vector<std::string>& args, const std::string& a) {
   return std::find(args.begin(), args.end(), a) != args.end();
 }
