@@ -182,6 +182,14 @@ void child::impl::shutdown() noexcept {
           }
         }
       }
+      // Out of time with the leader SIGKILLed but not reaped (a destroy_timeout of a few ms, or none): it dies at
+      // once, and only we can reap it — not waiting for it now would leave a zombie for the host's lifetime.
+      if (!direct_reaped && poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500})) {
+        if (auto st = try_reap(direct_pidfd.get())) {
+          direct_reaped = true;
+          set_leader_status(*st);
+        }
+      }
     }
   } catch (...) {
     // scan_members allocates; nothing here may escape a destructor.

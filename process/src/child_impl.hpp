@@ -98,6 +98,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   };
   std::uint64_t next_waiter_id = 1;
   struct pending_write {
+    std::uint64_t id = 0;  // tells which write a cancellation-slot handler is for
     std::string data;
     detail::handler_t<void(error_code, std::size_t)> handler;
   };
@@ -121,6 +122,9 @@ struct child::impl : std::enable_shared_from_this<impl> {
   detail::line_list batch;
   bool out_eof = false;
   bool reading = false;
+  // The pending plain read was cancelled. Its async_read_some may have completed already (its completion queued, with
+  // bytes but no whole line): the completion must then end the read instead of starting the next async_read_some.
+  bool read_cancelled = false;
   // stdout with read coalescing (opts.read_coalescing > 0): the pipe is never given to the reactor — Asio registers a
   // descriptor edge-triggered at assign(), and every agent write would wake us (see posix/read_poller.hpp).
   detail::unique_fd out_fd;
@@ -148,7 +152,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   bool shut_down = false;
   std::list<waiter> waiters;
   // stdin
-  std::deque<pending_write> writes;
+  std::deque<pending_write> writes;  // the front one is being written
+  std::uint64_t next_write_id = 1;
   bool stdin_open = false;
   // stop
   bool stopping = false;
@@ -229,15 +234,13 @@ struct child::impl : std::enable_shared_from_this<impl> {
   static std::span<char> batched_prepare(void* self);
   static void batched_complete(void* self, long result);
 
-  // Makes `h`'s cancellation slot, when it has one, cancel the pending operations on `stream` (if the impl still
-  // lives then). Defined in child_io.cpp, its only user.
-  template <class Sig, class Stream>
-  void cancel_on_slot(detail::handler_t<Sig>& h, Stream impl::*stream);
-
   // ---- stdin --------------------------------------------------------------------------------------------------
 
   void write_stdin(boost::asio::const_buffer data, detail::handler_t<void(error_code, std::size_t)> h);
   void write_next();
+  // A write's cancellation: the one being written is cancelled on the socket (bytes already sent stay sent); a queued
+  // one leaves the queue without touching the write in flight.
+  void cancel_write(std::uint64_t id);
   void close_stdin() noexcept;
 
   // ---- signals and tree ---------------------------------------------------------------------------------------

@@ -17,18 +17,6 @@ using detail::post_completion;
 using detail::post_completion_keep_slot;
 using detail::unique_fd;
 
-template <class Sig, class Stream>
-void child::impl::cancel_on_slot(handler_t<Sig>& h, Stream impl::*stream) {
-  auto slot = asio::get_associated_cancellation_slot(h);
-  if (!slot.is_connected()) return;
-  slot.assign([w = weak_from_this(), stream](asio::cancellation_type) {
-    if (auto self = w.lock()) {
-      error_code ignored;
-      ((*self).*stream).cancel(ignored);
-    }
-  });
-}
-
 void child::impl::adopt_stdout(unique_fd fd) {
   detail::grow_pipe(fd.get(), opts.read_chunk_bytes);
   error_code ec;
@@ -88,7 +76,17 @@ void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
     return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
   reading = true;
   if (coalesced) return read_lines_coalesced(std::move(h));
-  cancel_on_slot(h, &impl::out);
+  read_cancelled = false;
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) {
+    slot.assign([w = weak_from_this()](asio::cancellation_type) {
+      if (auto self = w.lock(); self && self->reading) {
+        self->read_cancelled = true;
+        error_code ignored;
+        self->out.cancel(ignored);
+      }
+    });
+  }
   read_more(std::move(h));
 }
 
@@ -115,8 +113,11 @@ void child::impl::on_stdout(error_code ec, std::size_t n, handler_t<void(error_c
     if (!batch.empty()) return complete_read(std::move(h), true);
     return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
   }
-  if (batch.empty()) return read_more(std::move(h));
+  if (batch.empty() && !read_cancelled) return read_more(std::move(h));
   reading = false;
+  if (batch.empty()) {  // cancelled after its bytes were read: they stay in the framer
+    return post_completion(std::move(h), ex, error_code(asio::error::operation_aborted), line_batch{});
+  }
   complete_read(std::move(h), true);
 }
 
@@ -234,9 +235,30 @@ void child::impl::write_stdin(asio::const_buffer data, handler_t<void(error_code
   if (opts.stdin_mode != stdin_kind::pipe)
     return post_completion(std::move(h), ex, make_error_code(errc::stdin_not_piped), std::size_t{0});
   if (!stdin_open) return post_completion(std::move(h), ex, make_error_code(errc::stdin_closed), std::size_t{0});
-  cancel_on_slot(h, &impl::in);
-  writes.push_back({std::string(static_cast<const char*>(data.data()), data.size()), std::move(h)});
+  const std::uint64_t id = next_write_id++;
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) {
+    slot.assign([w = weak_from_this(), id](asio::cancellation_type) {
+      if (auto self = w.lock()) self->cancel_write(id);
+    });
+  }
+  writes.push_back({id, std::string(static_cast<const char*>(data.data()), data.size()), std::move(h)});
   if (writes.size() == 1) write_next();
+}
+
+void child::impl::cancel_write(std::uint64_t id) {
+  const auto it = std::find_if(writes.begin(), writes.end(), [id](const pending_write& w) { return w.id == id; });
+  if (it == writes.end()) return;  // completed meanwhile
+  if (it == writes.begin()) {
+    // The only operation on the socket: its async_write completes with operation_aborted and the bytes it sent.
+    error_code ignored;
+    in.cancel(ignored);
+    return;
+  }
+  auto h = std::move(it->handler);
+  writes.erase(it);
+  // Inside the slot's own handler: clearing the slot would destroy the running function.
+  post_completion_keep_slot(std::move(h), ex, error_code(asio::error::operation_aborted), std::size_t{0});
 }
 
 void child::impl::write_next() {
@@ -244,16 +266,19 @@ void child::impl::write_next() {
   asio::async_write(in, asio::buffer(writes.front().data), [self = shared_from_this()](error_code ec, std::size_t n) {
     auto w = std::move(self->writes.front());
     self->writes.pop_front();
-    if (ec == asio::error::broken_pipe || ec == asio::error::connection_reset || ec == asio::error::bad_descriptor ||
-        (ec && !self->stdin_open)) {
+    if (ec && self->shut_down) {
+      ec = asio::error::operation_aborted;  // the child was destroyed: every pending operation is aborted
+    } else if (ec == asio::error::broken_pipe || ec == asio::error::connection_reset ||
+               ec == asio::error::bad_descriptor || (ec && !self->stdin_open)) {
       ec = make_error_code(errc::stdin_closed);
     }
     post_completion(std::move(w.handler), self->ex, ec, n);
-    if (ec == errc::stdin_closed) {
+    if (self->shut_down || ec == errc::stdin_closed) {
       // Everything queued behind fails the same way.
+      const error_code rest_ec = self->shut_down ? error_code(asio::error::operation_aborted) : ec;
       auto rest = std::move(self->writes);
       self->writes.clear();
-      for (auto& r : rest) post_completion(std::move(r.handler), self->ex, ec, std::size_t{0});
+      for (auto& r : rest) post_completion(std::move(r.handler), self->ex, rest_ec, std::size_t{0});
       return;
     }
     self->write_next();

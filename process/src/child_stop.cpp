@@ -54,14 +54,24 @@ error_code child::impl::send_signal(int sig, signal_target target) noexcept {
       return {};
     case signal_target::group:
       // The agent leads its own session and group; the group id is not recycled while the group has members.
-      if (::kill(-agent_pid, sig) != 0 && errno != ESRCH) return {errno, boost::system::system_category()};
-      if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), 0);
+      if (::kill(-agent_pid, sig) != 0) {
+        if (errno != ESRCH) return {errno, boost::system::system_category()};
+        // Nobody is left in the group. Without the leader, that is "gone" when no member outside the group is left.
+        if (direct_reaped && session_tree_gone(true)) tree_gone = true;
+        if (tree_gone) return make_error_code(errc::not_running);
+      }
       return {};
-    case signal_target::tree:
+    case signal_target::tree: {
       if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), sig);
-      for (const auto& m : scan_members(true))
+      const auto members = scan_members(true);
+      for (const auto& m : members)
         if (m.pid != agent_pid) detail::signal_process(m, sig);
+      if (direct_reaped && members.empty()) {
+        tree_gone = true;
+        return make_error_code(errc::not_running);
+      }
       return {};
+    }
   }
   return {};
 }

@@ -24,6 +24,7 @@ class category final : public boost::system::error_category {
       case errc::stop_incomplete: return "processes of the agent's tree survived the stop";
       case errc::argument_list_too_long: return "the command line or environment exceeds the kernel's exec limits";
       case errc::argument_contains_nul: return "a command-line argument or environment entry contains a NUL byte";
+      case errc::invalid_options: return "invalid options";
     }
     return "unknown agenthost error " + std::to_string(ev);
   }
@@ -46,6 +47,7 @@ const char* errc_name(errc e) noexcept {
     case errc::stop_incomplete: return "stop_incomplete";
     case errc::argument_list_too_long: return "argument_list_too_long";
     case errc::argument_contains_nul: return "argument_contains_nul";
+    case errc::invalid_options: return "invalid_options";
   }
   return "unknown";
 }

@@ -111,6 +111,11 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
   for (const auto& [name, value] : options.env.set)
     if (nul_in(name) || nul_in(value)) return refuse("the environment variable '" + name + "'");
   if (nul_in(options.working_directory.native())) return refuse("the working directory");
+  // A zero-byte read looks like end of file (or completes at once, forever); a huge chunk is allocated per read.
+  constexpr std::size_t max_read_chunk = std::size_t{1} << 30;
+  if (options.read_chunk_bytes == 0 || options.read_chunk_bytes > max_read_chunk)
+    return spawn_error{make_error_code(errc::invalid_options),
+                       "read_chunk_bytes must be between 1 and 1 GiB, not " + std::to_string(options.read_chunk_bytes)};
 
   // Resolve and check everything we can before creating any process, so each failure names its path.
   std::string path_var;

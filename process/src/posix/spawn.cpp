@@ -95,8 +95,14 @@ boost::system::result<fs::path, spawn_error> resolve_executable(const fs::path& 
 
 fs::path find_reaper(const fs::path& configured) {
   auto usable = [](const fs::path& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; };
-  if (!configured.empty()) return usable(configured) ? configured : fs::path{};
-  if (const char* env = std::getenv("AGENTHOST_REAPER"); env != nullptr && usable(env)) return env;
+  // Absolute: the reaper may be exec'd in the agent's working directory, where a relative path means another file.
+  const auto absolute = [](const fs::path& p) {
+    std::error_code ec;
+    auto a = fs::absolute(p, ec);
+    return ec ? p : a;
+  };
+  if (!configured.empty()) return usable(configured) ? absolute(configured) : fs::path{};
+  if (const char* env = std::getenv("AGENTHOST_REAPER"); env != nullptr && usable(env)) return absolute(env);
   for (const char* compiled : {AGENTHOST_BUILD_REAPER_PATH, AGENTHOST_INSTALL_REAPER_PATH})
     if (usable(compiled)) return compiled;
   std::error_code ec;

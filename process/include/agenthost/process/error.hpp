@@ -27,6 +27,7 @@ enum class errc {
   stop_incomplete,              ///< the stop ran to the end but processes of the tree survived
   argument_list_too_long,       ///< an argument, an environment string or all of them exceed the kernel's exec limits
   argument_contains_nul,        ///< an argument, environment entry, executable or working directory holds a NUL byte
+  invalid_options,              ///< an option has a value that cannot work (e.g. read_chunk_bytes = 0; see the message)
 };
 
 /// The enumerator's name: "executable_not_found", "argument_list_too_long"… (what terminal.failed `error` carries for

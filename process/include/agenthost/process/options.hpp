@@ -67,7 +67,8 @@ struct spawn_options {
   std::size_t max_line_bytes = std::size_t{64} << 20;
   /// How much of a too-long line's beginning is kept for diagnostics. Default: 4 KiB.
   std::size_t oversize_head_bytes = std::size_t{4} << 10;
-  /// Bytes of stdout read per system call. Default: 256 KiB.
+  /// Bytes of stdout read per system call, 1 B–1 GiB (otherwise spawning fails with errc::invalid_options). Default:
+  /// 256 KiB.
   std::size_t read_chunk_bytes = std::size_t{256} << 10;
   /// Read coalescing for hosts of many agents. Default: 0 = off (stdout is read as soon as it is readable).
   /// When > 0, stdout is not watched by the io_context's reactor: while a read is pending, one poller per execution
