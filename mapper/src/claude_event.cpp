@@ -106,9 +106,38 @@ error_code event_parser::parse(std::string_view line) {
   if (auto e = padded_.iterate(line, doc)) return e;
   od::object root;
   if (auto e = doc.get_object().get(root)) return e;
-  if (auto e = parse_root(root)) return e;
+  if (auto e = parse_root(root)) return unknown_kind_or(e, line);
   if (!ev_.has_type) return simdjson::NO_SUCH_FIELD;
   return check_end(doc);
+}
+
+error_code event_parser::unknown_kind_or(error_code e, std::string_view line) {
+  // parse_root reads the fields of every kind of line whatever `type` says, so a field of a type the mapper does not
+  // expect failed the line. A line of an unknown kind is ignored (docs/contract.md §5.1) whatever its fields hold,
+  // provided it is JSON: a second pass, only on this error path, validates the whole line and reads `type`.
+  ev_.reset();
+  if (!arena_.empty()) arena_.clear();
+  od::document doc;
+  od::object root;
+  if (padded_.iterate(line, doc) || doc.get_object().get(root)) return e;
+  std::string_view type;
+  bool has_type = false;
+  for (auto field_result : root) {
+    od::field field;
+    std::string_view key;
+    if (std::move(field_result).get(field) || get_key(field, key)) return e;
+    if (key == "type") {
+      if (get_string(field.value(), type, arena_)) return e;
+      has_type = true;
+    } else if (validate_json(field.value(), arena_)) {
+      return e;
+    }
+  }
+  if (check_end(doc) || !has_type || classify(type) != line_kind::unknown) return e;
+  ev_.reset();
+  ev_.kind = line_kind::unknown;
+  ev_.has_type = true;
+  return simdjson::SUCCESS;
 }
 
 error_code event_parser::parse_root(od::object root) {

@@ -149,6 +149,9 @@ class event_parser {
   const char* fast_object(const char* p, const char* end,
                           const std::function<const char*(std::string_view key, const char* p)>& member);
   simdjson::error_code parse_root(od::object root);
+  // parse_root failed with `e`: success (an ignored line of kind unknown) when `line` is valid JSON of an unknown
+  // `type`, else `e`.
+  simdjson::error_code unknown_kind_or(simdjson::error_code e, std::string_view line);
   simdjson::error_code parse_api_event(od::value v);
   simdjson::error_code parse_delta(od::value v);
   simdjson::error_code parse_message(od::value v);

@@ -33,9 +33,7 @@ std::optional<int> as_int(const std::optional<double>& d) {
   return static_cast<int>(*d);
 }
 
-long long as_tokens(const std::optional<double>& d) {
-  return d && std::isfinite(*d) && *d >= 0 && *d < 9e18 ? static_cast<long long>(*d) : 0;
-}
+long long as_tokens(const std::optional<double>& d) { return d ? detail::tokens_from(*d) : 0; }
 
 /// The text of a tool_result's content: a string as is; an array's `{type: "text", text}` items joined with '\n'.
 std::string tool_result_text(const json& content) {
@@ -188,10 +186,10 @@ void claude_mapper::impl::set_usage() {
   } else {
     u = closed_usage;
     if (message_usage.any) {
-      u.input += message_usage.input;
-      u.output += message_usage.output;
-      u.cache_read += message_usage.cache_read;
-      u.cache_write += message_usage.cache_write;
+      detail::add_tokens(u.input, message_usage.input);
+      detail::add_tokens(u.output, message_usage.output);
+      detail::add_tokens(u.cache_read, message_usage.cache_read);
+      detail::add_tokens(u.cache_write, message_usage.cache_write);
       u.any = true;
     }
     if (result) cost = result->cost;

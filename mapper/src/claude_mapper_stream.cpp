@@ -3,6 +3,7 @@
 // `assistant` frames that confirm (or correct) what was streamed.
 #include "claude_mapper_impl.hpp"
 
+#include "ondemand_util.hpp"
 #include "text_util.hpp"
 
 #include <algorithm>
@@ -53,10 +54,10 @@ void claude_mapper::impl::close_message(std::vector<message>& out, std::size_t a
 
 void claude_mapper::impl::fold_message_usage() {
   if (!message_usage.any) return;
-  closed_usage.input += message_usage.input;
-  closed_usage.output += message_usage.output;
-  closed_usage.cache_read += message_usage.cache_read;
-  closed_usage.cache_write += message_usage.cache_write;
+  detail::add_tokens(closed_usage.input, message_usage.input);
+  detail::add_tokens(closed_usage.output, message_usage.output);
+  detail::add_tokens(closed_usage.cache_read, message_usage.cache_read);
+  detail::add_tokens(closed_usage.cache_write, message_usage.cache_write);
   closed_usage.any = true;
   message_usage = {};
 }
@@ -67,8 +68,16 @@ void claude_mapper::impl::emit_tool_call(block_state& b, std::vector<message>& o
   if (input != nullptr) {
     in = *input;
   } else if (!b.partial_json.empty()) {
-    in = json::parse(b.partial_json, nullptr, false);
-    if (in.is_discarded()) in = json{{"partial_json", b.partial_json}};  // cut mid-input: keep what came
+    // Assembled from many lines, so no line's depth check saw it: bounded here as everywhere else (writing the value
+    // out recurses as deep as it is nested).
+    bool too_deep = false;
+    const json::parser_callback_t depth_guard = [&too_deep](int depth, json::parse_event_t, json&) {
+      if (depth > detail::kMaxConvertDepth) too_deep = true;
+      return !too_deep;
+    };
+    in = json::parse(b.partial_json, depth_guard, false);
+    // Cut mid-input (or nested too deep): keep what came, as text.
+    if (in.is_discarded() || too_deep) in = json{{"partial_json", b.partial_json}};
   }
   core.tool_call(out, b.tool_id, b.tool_name, std::move(in));
 }
@@ -208,8 +217,13 @@ void claude_mapper::impl::on_api_event(const x_event& ev, std::vector<message>& 
         std::string abandoned_text;
         for (std::size_t i = from; i < blocks.size(); ++i)
           if (blocks[i].kind == block_kind::text && !blocks[i].framed) abandoned_text += blocks[i].text;
-        if (!abandoned_text.empty()) {
-          replay = replay.substr(0, replay_pos) + abandoned_text;
+        // A retry cut again while it still repeated the earlier attempt's text (the replay is still running) added
+        // nothing the consumer has not seen: the next retry repeats the same text from its start.
+        if (!replay.empty()) {
+          replay_pos = 0;
+        } else if (!abandoned_text.empty()) {
+          replay = std::move(abandoned_text);
+          replay_pos = 0;
         }
         close_message(out, from);
       } else {

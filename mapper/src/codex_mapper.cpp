@@ -47,14 +47,24 @@ std::string mcp_result_text(const json& result) {
   return text;
 }
 
-/// "update src/a.cpp\nadd b.txt" for a file_change item's `changes`.
+/// `o[key]` when it is a string, else `fallback` — json::value() throws on a value of another type, and a line this
+/// mapper already emitted from must not become invalid half-way.
+std::string string_member(const json& o, const char* key, std::string fallback = {}) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
+}
+
+/// "update src/a.cpp\nadd b.txt" for a file_change item's `changes`. A kind is "add" / "delete" / "update", or (the
+/// app-server protocol's spelling) an object whose `type` is.
 std::string changes_text(const json& changes) {
   std::string text;
   if (!changes.is_array()) return text;
   for (const auto& c : changes) {
     if (!c.is_object()) continue;
     if (!text.empty()) text += '\n';
-    text += c.value("kind", std::string("change")) + " " + c.value("path", std::string());
+    std::string kind = string_member(c, "kind");
+    if (const auto k = c.find("kind"); kind.empty() && k != c.end() && k->is_object()) kind = string_member(*k, "type");
+    text += (kind.empty() ? std::string("change") : kind) + " " + string_member(c, "path");
   }
   return text;
 }
@@ -219,11 +229,11 @@ struct codex_mapper::impl {
         if (ev.has_usage) {
           // OpenAI's input_tokens include the cached (and cache-write) tokens; the contract counts them apart.
           usage_sum& u = core.usage;
-          u.input += std::max(0LL, ev.input - ev.cached - ev.cache_write);
-          u.cache_read += ev.cached;
-          u.cache_write += ev.cache_write;
-          u.output += ev.output;  // reasoning_output_tokens are part of output_tokens
-          u.reasoning += ev.reasoning;
+          detail::add_tokens(u.input, ev.input - ev.cached - ev.cache_write);
+          detail::add_tokens(u.cache_read, ev.cached);
+          detail::add_tokens(u.cache_write, ev.cache_write);
+          detail::add_tokens(u.output, ev.output);  // reasoning_output_tokens are part of output_tokens
+          detail::add_tokens(u.reasoning, ev.reasoning);
           u.any = true;
         }
         turn_completed = true;
@@ -394,12 +404,13 @@ struct codex_mapper::impl {
     if (items.is_array()) {
       for (const auto& i : items) {
         if (!i.is_object()) continue;
-        const bool completed = i.value("completed", false);
+        const auto c = i.find("completed");
+        const bool completed = c != i.end() && c->is_boolean() && c->get<bool>();
         ++total;
         if (completed) ++done;
         if (!text.empty()) text += '\n';
         text += completed ? "[x] " : "[ ] ";
-        text += i.value("text", std::string());
+        text += string_member(i, "text");
       }
     }
     std::string key = items.dump();

@@ -430,7 +430,7 @@ struct gemini_mapper::impl {
     if (ev.has_stats) {
       // stats.input_tokens counts the cached prompt tokens too; `input` is the uncached part (0.61.0). The contract
       // counts them apart (total = input + output + cache_read + cache_write).
-      auto count = [](const std::optional<double>& v) { return v && *v > 0 ? static_cast<long long>(*v) : 0LL; };
+      auto count = [](const std::optional<double>& v) { return v ? detail::tokens_from(*v) : 0LL; };
       const long long cached = count(ev.cached);
       core.usage.input = ev.input ? count(ev.input) : std::max(0LL, count(ev.input_tokens) - cached);
       core.usage.output = count(ev.output_tokens);

@@ -107,7 +107,11 @@ json mapper_core::invalid_lines_json() const {
 void mapper_core::session(std::vector<message>& out, std::string_view session_id, std::string_view model_name,
                           std::string_view cwd) {
   if (!model_name.empty()) model.assign(model_name);
-  if (session_emitted_) return;
+  if (session_emitted_) {
+    // After a synthesized session (content came first) the real id is still what the caller resumes with.
+    if (session_id_.empty()) session_id_.assign(session_id);
+    return;
+  }
   session_emitted_ = true;
   session_id_.assign(session_id);
   json c = {{"session_id", session_id_}, {"agent", options_.agent}};

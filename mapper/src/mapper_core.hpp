@@ -8,6 +8,8 @@
 // Not thread-safe (one mapper, one thread). No I/O.
 #pragma once
 
+#include <algorithm>
+
 #include "message_reuse.hpp"
 #include "text_util.hpp"
 
@@ -54,6 +56,17 @@ core_options core_options_of(const MapperOptions& o) {
                       .max_invalid_line_bytes = o.max_invalid_line_bytes,
                       .requested_session_id = o.requested_session_id,
                       .merge_adjacent_text = o.merge_adjacent_text};
+}
+
+/// Token counts enter clamped to [0, kMaxTokens] and are summed saturating at kMaxTokenSum: an agent's absurd value
+/// (1e300, a negative count) must neither overflow (undefined behaviour) nor make a sum negative.
+inline constexpr long long kMaxTokens = 9'000'000'000'000'000;        // 9e15: every count below is exact in a double
+inline constexpr long long kMaxTokenSum = 1'000'000'000'000'000'000;  // 1e18: five of them still fit in a long long
+[[nodiscard]] inline long long tokens_from(double v) noexcept {
+  return v > 0 ? (v < static_cast<double>(kMaxTokens) ? static_cast<long long>(v) : kMaxTokens) : 0;  // NaN: 0
+}
+inline void add_tokens(long long& into, long long v) noexcept {
+  into = std::min(into + std::clamp(v, 0LL, kMaxTokens), kMaxTokenSum);
 }
 
 /// Token counts summed over every model call of a run (contract `usage`).

@@ -390,10 +390,8 @@ struct opencode_mapper::impl {
   void apply(std::vector<message>& out) {
     core.saw_event = true;
     // No init event: the first session id seen is the session (a real one, not synthesized).
-    if (!core.session_emitted()) {
-      if (!ev.session_id.empty()) core.session(out, ev.session_id, {}, {});
-      else core.ensure_session(out);
-    }
+    if (!ev.session_id.empty()) core.session(out, ev.session_id, {}, {});  // after a synthesized one: records the id
+    else core.ensure_session(out);
     switch (ev.kind) {
       case event_kind::step_start:
         if (!first_time(ev.part_id)) break;
@@ -454,11 +452,11 @@ struct opencode_mapper::impl {
     if (!first_time(ev.part_id)) return;  // the same step again: usage must not count twice
     if (ev.has_tokens) {
       usage_sum& u = core.usage;
-      u.input += ev.input_tokens;
-      u.output += ev.output_tokens;
-      u.reasoning += ev.reasoning_tokens;
-      u.cache_read += ev.cache_read;
-      u.cache_write += ev.cache_write;
+      detail::add_tokens(u.input, ev.input_tokens);
+      detail::add_tokens(u.output, ev.output_tokens);
+      detail::add_tokens(u.reasoning, ev.reasoning_tokens);
+      detail::add_tokens(u.cache_read, ev.cache_read);
+      detail::add_tokens(u.cache_write, ev.cache_write);
       u.any = true;
     }
     if (ev.cost) u_cost(*ev.cost);

@@ -1,6 +1,8 @@
 // Internal text helpers (UTF-8 sanitizing and bounded copies).
 #pragma once
 
+#include <agenthost/transport/utf8.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -10,9 +12,7 @@
 
 namespace agenthost::mapper::detail {
 
-/// Copy `s`, replacing invalid UTF-8 with U+FFFD, keeping at most `max_bytes` bytes (cut on a character boundary;
-/// "…" is appended when something was cut).
-std::string sanitize_utf8(std::string_view s, std::size_t max_bytes = std::string::npos);
+using transport::sanitize_utf8;
 
 /// Length of the common prefix of a and b, in bytes.
 inline std::size_t common_prefix(std::string_view a, std::string_view b) noexcept {

@@ -5,6 +5,7 @@
 #include <agenthost/providers/probe.hpp>
 
 #include <agenthost/process/child.hpp>
+#include <agenthost/transport/utf8.hpp>
 
 #include "discovery.hpp"
 #include "probe_agents.hpp"
@@ -442,28 +443,36 @@ nlohmann::json version_json(const std::optional<version>& v) {
 }  // namespace
 
 nlohmann::json to_json(const probe_result& r) {
+  // Paths and an agent's --version output are bytes, not necessarily UTF-8 (a Latin-1 directory name, a line cut
+  // inside a character): made valid here, so that dump() never throws.
+  const auto text = [](std::string_view s) { return transport::sanitize_utf8(s); };
+  const auto texts = [&](const std::vector<std::string>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& s : v) a.push_back(text(s));
+    return a;
+  };
   nlohmann::json features = nlohmann::json::array();
   for (const auto& f : r.features)
-    features.push_back({{"name", f.name},
+    features.push_back({{"name", text(f.name)},
                         {"supported", f.supported},
                         {"since", version_json(f.since)},
-                        {"description", f.description}});
+                        {"description", text(f.description)}});
   nlohmann::json runtime = nullptr;
   if (r.runtime) {
-    runtime = {{"name", r.runtime->name},
-               {"executable", r.runtime->executable.string()},
+    runtime = {{"name", text(r.runtime->name)},
+               {"executable", text(r.runtime->executable.native())},
                {"version", version_json(r.runtime->version)},
-               {"version_text", r.runtime->version_text},
+               {"version_text", text(r.runtime->version_text)},
                {"required", version_json(r.runtime->required)}};
   }
-  return {{"agent", r.agent},
+  return {{"agent", text(r.agent)},
           {"available", r.available},
-          {"executable", r.executable.string()},
+          {"executable", text(r.executable.native())},
           {"version", version_json(r.version)},
-          {"version_text", r.version_text},
+          {"version_text", text(r.version_text)},
           {"features", std::move(features)},
-          {"problems", r.problems},
-          {"hints", r.hints},
+          {"problems", texts(r.problems)},
+          {"hints", texts(r.hints)},
           {"runtime", std::move(runtime)},
           {"elapsed_ms", r.elapsed.count()}};
 }

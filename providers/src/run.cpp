@@ -3,12 +3,16 @@
 #include <agenthost/providers/run.hpp>
 
 #include <agenthost/process/child.hpp>
+#include <agenthost/transport/utf8.hpp>
 
+#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
@@ -23,8 +27,9 @@ using transport::message;
 using transport::message_type;
 
 message start_failed_message(const std::string& text, const std::string& code_name) {
+  // The text names paths and echoes options: bytes, not necessarily UTF-8.
   return {message_type::terminal_failed,
-          {{"text", text},
+          {{"text", transport::sanitize_utf8(text)},
            {"reason", transport::failure_reason::start_failed},
            {"error", code_name},
            {"stderr", ""},
@@ -50,7 +55,11 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
         deadline_timer_(ex_),
         linger_timer_(ex_),
         drain_timer_(ex_),
-        eof_timer_(ex_) {}
+        eof_timer_(ex_),
+        // As Asio's own operations do: the handler's executor has work until the handler ran (an io_context that
+        // runs only the completion does not return early).
+        handler_work_(asio::prefer(asio::get_associated_executor(handler_, ex_),
+                                   asio::execution::outstanding_work.tracked)) {}
 
   // Called at initiation, so a cancellation emitted before start() is not lost.
   void connect_cancellation() {
@@ -58,13 +67,18 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     if (slot.is_connected()) {
       // Posted: completing from inside the slot's handler would destroy the handler while it runs.
       slot.assign([w = weak_from_this()](asio::cancellation_type) {
-        if (auto self = w.lock()) asio::post(self->ex_, [self] { self->end_with({.cancelled = true}); });
+        if (auto self = w.lock()) {
+          // Noted at once: a cancellation emitted before the posted start() ran spawns nothing.
+          self->cancel_requested_ = true;
+          asio::post(self->ex_, [self] { self->end_with({.cancelled = true}); });
+        }
       });
     }
   }
 
   void start(spawn_request spawn) {
-    if (completed_ || ending_) return;  // cancelled before it started: nothing is spawned
+    if (completed_ || ending_) return;
+    if (cancel_requested_) return end_with({.cancelled = true});  // cancelled before it started: nothing is spawned
     if (!spawn) {
       out_.push_back(start_failed_message(spawn.error(), "invalid_options"));
       deliver();
@@ -275,7 +289,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     for (auto& m : batch) {
       if (completed_) return false;
       try {
-        on_message_(m);
+        if (on_message_) on_message_(m);
       } catch (...) {
         // Stop the process first, then rethrow unchanged.
         failure_ = std::current_exception();
@@ -299,6 +313,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     auto rethrow = [self = shared_from_this()](error_code = {}, process::stop_report = {}) {
       auto h = std::move(self->handler_);
       asio::get_associated_cancellation_slot(h).clear();
+      self->handler_work_ = {};
       std::rethrow_exception(self->failure_);
     };
     if (child_) {
@@ -322,9 +337,8 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     // pipe closes.
     asio::post(ex_, [self = shared_from_this(), h = std::move(h), hex, ec, terminal = std::move(terminal)]() mutable {
       self->child_.reset();
-      asio::dispatch(hex, [h = std::move(h), ec, terminal = std::move(terminal)]() mutable {
-        std::move(h)(ec, std::move(terminal));
-      });
+      asio::dispatch(hex, [h = std::move(h), ec, terminal = std::move(terminal),
+                           work = std::move(self->handler_work_)]() mutable { std::move(h)(ec, std::move(terminal)); });
     });
   }
 
@@ -345,6 +359,8 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   std::optional<mapper::run_end> stopped_end_;  // set once the stop completed: why the run ends
   bool completed_ = false;
   bool cancelled_ = false;
+  bool cancel_requested_ = false;
+  asio::any_completion_executor handler_work_;
   std::exception_ptr failure_;
 };
 

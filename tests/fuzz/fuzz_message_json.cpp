@@ -2,7 +2,8 @@
 // tests read messages back with it) and transport::contract_checker on whatever it accepts.
 //
 // Input: lines separated by '\n'. Each line goes through from_json_line (must never throw); an accepted message must
-// serialize (to_json_line never throws), parse back to an equal message, and serialize to the same line again. The
+// serialize (to_json_line never throws), parse back, and serialize to the same line again (not to an equal message:
+// invalid UTF-8 comes back as U+FFFD). The
 // accepted messages, as one run, go through contract_checker (violations are expected, crashes are not).
 #include "fuzz_util.hpp"
 

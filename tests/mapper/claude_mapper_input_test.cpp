@@ -72,9 +72,14 @@ TEST(ClaudeMapper, UnknownEventTypesAreIgnored) {
     lines.emplace_back(R"({"type":"future_event","payload":{"x":[1,2,3]}})");
     lines.emplace_back(R"({"type":"stream_event","event":{"type":"ping"},"parent_tool_use_id":null})");
     lines.emplace_back(R"({"type":"system","subtype":"hook_started","hook":{"name":"x"}})");
+    // Fields that other kinds of line give another type: an unknown kind is still ignored, not invalid.
+    lines.emplace_back(R"({"type":"rate_limit_event","message":"slow down","result":{"ok":true},"usage":7})");
   }
   const auto out = run(lines);
   EXPECT_EQ(to_jsonl(out), to_jsonl(original));
+  // Still invalid: a known kind with a field of the wrong type, and an unknown kind that is not JSON.
+  const auto bad = run({R"({"type":"result","result":{"ok":true}})", R"({"type":"rate_limit_event","x":[1,}})"});
+  EXPECT_EQ(terminal(bad).content.at("invalid_output_lines").size(), 2u) << to_jsonl(bad);
 }
 
 TEST(ClaudeMapper, SubAgentEventsAreNotMixedIntoTheMainText) {

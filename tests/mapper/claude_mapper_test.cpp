@@ -309,6 +309,63 @@ TEST(ClaudeMapper, ARetryRepeatingAnAbandonedAttemptsTextEmitsItOnce) {
   EXPECT_EQ(assistant_text(out), "Hello world.");
 }
 
+// The first retry is cut too, while it still repeated the abandoned text: the consumer has seen "Hello wor" once,
+// and the second retry's repetition of it is not emitted again either.
+TEST(ClaudeMapper, ARetryCutAgainWhileRepeatingStillEmitsTheTextOnce) {
+  auto lines = cut_mid_text({"Hello world."});
+  const auto stream = [](const json& event, const json& extra = json::object()) {
+    json l{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}};
+    l.update(extra);
+    return l.dump();
+  };
+  const std::vector<std::string> cut_again = {
+      stream({{"type", "message_start"}, {"message", {{"id", "msg_1b"}, {"model", "m"}}}}),
+      stream({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}}),
+      stream({{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", "Hello"}}}}),
+      stream({{"type", "message_stop"}},
+             {{"abandoned_blocks", {{"api_message_id", "msg_1b"}, {"from_block_index", 0}}}})};
+  lines.insert(lines.begin() + 7, cut_again.begin(), cut_again.end());  // after the first cut's api_retry
+  const auto out = run(lines);
+  EXPECT_EQ(assistant_text(out), "Hello world.") << to_jsonl(out);
+  EXPECT_FALSE(terminal(out).content.contains("text_diverged")) << to_jsonl(out);
+}
+
+// A tool input assembled from input_json_delta lines is nested as deep as the agent likes; beyond the mappers' depth
+// limit it is kept as text (writing a 100,000-level value out would recurse that deep).
+TEST(ClaudeMapper, AToolInputNestedTooDeepIsKeptAsText) {
+  const auto stream = [](const json& event) {
+    return json{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}}
+        .dump();
+  };
+  const auto delta = [&](const std::string& part) {
+    return stream({{"type", "content_block_delta"},
+                   {"index", 0},
+                   {"delta", {{"type", "input_json_delta"}, {"partial_json", part}}}});
+  };
+  for (const std::size_t levels : {std::size_t{100}, std::size_t{100000}}) {
+    const std::vector<std::string> lines = {
+        R"({"type":"system","subtype":"init","session_id":"s","model":"m","cwd":"/"})",
+        stream({{"type", "message_start"}, {"message", {{"id", "msg_1"}, {"model", "m"}}}}),
+        stream({{"type", "content_block_start"},
+                {"index", 0},
+                {"content_block", {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
+        delta(R"({"a":)" + std::string(levels, '[')),
+        delta(std::string(levels, ']') + "}"),
+        stream({{"type", "content_block_stop"}, {"index", 0}})};
+    const auto out = run(lines);
+    const auto calls = of_type(out, message_type::tool_call);
+    ASSERT_EQ(calls.size(), 1u) << levels;
+    const auto& input = calls[0].content.at("input");
+    if (levels == 100) {
+      EXPECT_TRUE(input.at("a").is_array());
+    } else {
+      ASSERT_TRUE(input.contains("partial_json"));
+      EXPECT_EQ(input.at("partial_json").get<std::string>().size(), 2 * levels + 6);
+      EXPECT_NO_THROW((void)calls[0].to_json_line());
+    }
+  }
+}
+
 TEST(ClaudeMapper, ARetryThatDivergesRetractsTheAbandonedText) {
   for (const auto& chunks : {std::vector<std::string>{"Hello ", "there."}, std::vector<std::string>{"Hel"}}) {
     const auto out = run(cut_mid_text(chunks));

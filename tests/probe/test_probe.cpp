@@ -344,6 +344,22 @@ TEST_F(Probe, DeferredTokenAndBlockingHelperGiveTheSameResult) {
   EXPECT_TRUE(processes_with_env(needle()).empty());
 }
 
+// Paths and --version output are bytes: a pi installed under a Latin-1 directory name, whose --version line is cut
+// inside a character, still gives JSON that nlohmann's default (throwing) dump() writes (`agenthost doctor --json`).
+TEST(ProbeJson, TextThatIsNotUtf8IsMadeValid) {
+  providers::probe_result r;
+  r.agent = "pi";
+  r.executable = "/opt/\xe9t\xe9/bin/pi";
+  r.version_text = "pi 1.6.0 \xE2\x80";
+  r.problems = {"cannot read /opt/\xe9t\xe9/lib"};
+  const auto j = providers::to_json(r);
+  std::string dumped;
+  ASSERT_NO_THROW(dumped = j.dump());
+  EXPECT_EQ(j["executable"], "/opt/\xEF\xBF\xBDt\xEF\xBF\xBD/bin/pi");
+  EXPECT_EQ(j["version_text"], "pi 1.6.0 \xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(j["problems"][0], "cannot read /opt/\xEF\xBF\xBDt\xEF\xBF\xBD/lib");
+}
+
 TEST_F(Probe, JsonFormHasEveryField) {
   fake_node(bin / "node", "v22.19.0", "1.6.0");
   write(bin / "pi", "#!/usr/bin/env node\n");

@@ -95,4 +95,29 @@ TEST(Message, DefaultContentIsAnEmptyObject) {
   EXPECT_EQ(m.to_json_line(), R"({"type":"status","content":{}})");
 }
 
+// message{type, {}} value-initializes content to null: it is written, and read back, as {}.
+TEST(Message, NullContentIsWrittenAsAnEmptyObject) {
+  const message m{message_type::terminal_cancelled, {}};
+  ASSERT_TRUE(m.content.is_null());
+  EXPECT_EQ(m.to_json_line(), R"({"type":"terminal.cancelled","content":{}})");
+  EXPECT_TRUE(m.to_json()["content"].is_object());
+  const auto back = message::from_json_line(m.to_json_line());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->content.is_object());
+}
+
+// Parsing is iterative, writing the value back is not: a line nested deeper than max_json_depth is refused (and does
+// not crash, 100,000 levels deep); one at the limit is accepted and round-trips.
+TEST(Message, FromJsonLineRefusesJsonNestedTooDeep) {
+  const auto nested = [](int levels) {
+    return R"({"type":"status","content":{"a":)" + std::string(static_cast<std::size_t>(levels), '[') + "1" +
+           std::string(static_cast<std::size_t>(levels), ']') + "}}";
+  };
+  EXPECT_FALSE(message::from_json_line(nested(100000)).has_value());
+  EXPECT_FALSE(message::from_json_line(nested(agenthost::transport::max_json_depth)).has_value());
+  const auto ok = message::from_json_line(nested(agenthost::transport::max_json_depth - 2));
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->to_json_line(), nested(agenthost::transport::max_json_depth - 2));
+}
+
 }  // namespace

@@ -46,11 +46,11 @@ constexpr field_rule kText[] = {{"text", kind::string, true}};
 constexpr field_rule kToolCall[] = {
     {"tool_call_id", kind::string, true}, {"name", kind::string, true}, {"input", kind::object, true}};
 constexpr field_rule kToolUpdate[] = {
-    {"tool_call_id", kind::string, true}, {"name", kind::string, true}, {"output", kind::any, false}};
+    {"tool_call_id", kind::string, true}, {"name", kind::string, true}, {"output", kind::string, false}};
 constexpr field_rule kToolCompleted[] = {
-    {"tool_call_id", kind::string, true}, {"name", kind::string, true}, {"output", kind::any, true}};
+    {"tool_call_id", kind::string, true}, {"name", kind::string, true}, {"output", kind::string, true}};
 constexpr field_rule kToolFailed[] = {
-    {"tool_call_id", kind::string, true}, {"name", kind::string, true}, {"error", kind::any, true}};
+    {"tool_call_id", kind::string, true}, {"name", kind::string, true}, {"error", kind::string, true}};
 constexpr field_rule kStatus[] = {{"kind", kind::string, true}, {"text", kind::string, true}};
 constexpr field_rule kCompleted[] = {{"session_id", kind::string, false}, {"stop_reason", kind::string, false},
                                      {"usage", kind::object, false},      {"text", kind::string, false},
@@ -124,7 +124,7 @@ void contract_checker::observe(const message& msg) {
       violation(msg, "field `" + std::string(rule.name) + "` is not " + std::string(kind_name(rule.type)));
     }
   }
-  if (msg.type == message_type::terminal_failed) {
+  if (msg.type == message_type::terminal_failed || msg.type == message_type::terminal_completed) {
     const auto it = msg.content.find("invalid_output_lines");
     if (it != msg.content.end() && it->is_array()) {
       for (const auto& line : *it) {

@@ -41,7 +41,7 @@ std::optional<message_type> message_type_from_string(std::string_view name) noex
 nlohmann::json message::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   j["type"] = std::string(to_string(type));
-  j["content"] = content;
+  j["content"] = content.is_null() ? nlohmann::json::object() : content;
   return j;
 }
 
@@ -49,7 +49,8 @@ std::string message::to_json_line() const {
   // Written by hand so that "type" comes first (nlohmann's default object sorts its keys). Strings that are not
   // valid UTF-8 are replaced by U+FFFD instead of throwing.
   const std::string_view name = to_string(type);
-  std::string body = content.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string body =
+      content.is_null() ? std::string("{}") : content.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string line;
   line.reserve(name.size() + body.size() + 24);
   line += R"({"type":")";
@@ -61,8 +62,15 @@ std::string message::to_json_line() const {
 }
 
 std::optional<message> message::from_json_line(std::string_view line) {
-  nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return std::nullopt;
+  // nlohmann parses iteratively, but dumping, copying and comparing the value recurse: refuse what is too deep.
+  bool too_deep = false;
+  const nlohmann::json::parser_callback_t depth_guard = [&too_deep](int depth, nlohmann::json::parse_event_t,
+                                                                    nlohmann::json&) {
+    if (depth > max_json_depth) too_deep = true;
+    return !too_deep;  // discard what is below the limit: nothing of it is kept
+  };
+  nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), depth_guard, /*allow_exceptions=*/false);
+  if (too_deep || !j.is_object()) return std::nullopt;
   const auto type_it = j.find("type");
   const auto content_it = j.find("content");
   if (type_it == j.end() || !type_it->is_string() || content_it == j.end() || !content_it->is_object()) {

@@ -104,7 +104,12 @@ void async_run_agent_impl(boost::asio::any_io_executor ex, spawn_request spawn,
 /// Delivery: each message reaches on_message right after the agent's line that produced it, on the run's executor;
 ///   an `assistant` text waits for the next line of the same read, whose delta is appended to it (one message per run
 ///   of deltas in a read), or for the end of the read.
-/// Lifetimes: everything is copied or moved in; `on_message` is called until the handler runs.
+/// Lifetimes: everything is copied or moved in; `on_message` (may be empty: only the terminal is wanted) is called
+///   until the handler runs. A cancellation emitted before the run started spawns nothing.
+/// Thread safety: the run's internal handlers and on_message run on `ex` and are not synchronized with each other —
+///   when several threads run `ex`'s context (a thread_pool, an io_context run by many threads), pass a strand
+///   (boost::asio::make_strand), as for process::child. The completion handler's associated executor has work
+///   until the handler ran.
 template <class CompletionToken = boost::asio::deferred_t>
 auto async_run_agent(boost::asio::any_io_executor ex, spawn_request spawn,
                      std::unique_ptr<mapper::event_mapper> mapper, run_options options, message_handler on_message,

@@ -43,17 +43,25 @@ enum class message_type {
          type == message_type::terminal_cancelled;
 }
 
-/// One normalized message. `content` is always a JSON object.
+/// Deepest nesting from_json_line() accepts: far deeper than any message a mapper produces (they cap what they copy
+/// from an agent's JSON at 256 levels).
+inline constexpr int max_json_depth = 512;
+
+/// One normalized message. `content` is a JSON object (a null one is treated as {}).
 struct message {
   message_type type = message_type::status;
   nlohmann::json content = nlohmann::json::object();
 
   [[nodiscard]] bool is_terminal() const noexcept { return transport::is_terminal(type); }
-  /// {"type": "...", "content": {...}} — invalid UTF-8 in strings is replaced by U+FFFD, never thrown.
+  /// {"type": "...", "content": {...}} as a JSON value (a null content becomes {}). Strings are copied as they are:
+  /// dump it with nlohmann::json::error_handler_t::replace, or use to_json_line(), if they may hold invalid UTF-8
+  /// (nlohmann's default dump() throws on it). nlohmann sorts keys, so its dump() puts "content" before "type".
   [[nodiscard]] nlohmann::json to_json() const;
-  /// to_json().dump() without a trailing newline.
+  /// One line of JSON, no trailing newline: "type" first, then "content" (a null content is written as {}). Invalid
+  /// UTF-8 in strings is replaced by U+FFFD, never thrown.
   [[nodiscard]] std::string to_json_line() const;
-  /// Parse one line produced by to_json_line(); nullopt when it is not a contract message.
+  /// Parse one line produced by to_json_line(); nullopt when it is not a contract message — also for JSON nested
+  /// deeper than max_json_depth (writing such a value back would recurse that deep).
   [[nodiscard]] static std::optional<message> from_json_line(std::string_view line);
 
   friend bool operator==(const message&, const message&) = default;
