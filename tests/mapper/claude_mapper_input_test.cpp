@@ -77,8 +77,10 @@ TEST(ClaudeMapper, UnknownEventTypesAreIgnored) {
   }
   const auto out = run(lines);
   EXPECT_EQ(to_jsonl(out), to_jsonl(original));
-  // Still invalid: a known kind with a field of the wrong type, and an unknown kind that is not JSON.
-  const auto bad = run({R"({"type":"result","result":{"ok":true}})", R"({"type":"rate_limit_event","x":[1,}})"});
+  // Still invalid: a known kind with a field of the wrong type, and an unknown kind with such a field that is not
+  // JSON after it (the second pass validates every value).
+  const auto bad =
+      run({R"({"type":"result","result":{"ok":true}})", R"({"type":"rate_limit_event","usage":7,"x":[1,}})"});
   EXPECT_EQ(terminal(bad).content.at("invalid_output_lines").size(), 2u) << to_jsonl(bad);
 }
 
