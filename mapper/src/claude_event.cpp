@@ -223,6 +223,7 @@ error_code event_parser::parse_root(od::object root) {
 }
 
 error_code event_parser::parse_api_event(od::value v) {
+  if (is_null(v)) return simdjson::SUCCESS;  // null counts as absent (docs/contract.md §5.6)
   od::object obj;
   if (auto e = v.get_object().get(obj)) return e;
   for (auto field_result : obj) {

@@ -180,7 +180,10 @@ error_code pi_event_parser::parse(std::string_view line) {
   if (!arena_.empty()) arena_.clear();
   deferred_partial_ = {};
   deferred_message_ = {};
+  const std::size_t had = capacity_;
   reserve_padded(buffer_, capacity_, parser_, line.size() + simdjson::SIMDJSON_PADDING);
+  // The buffer was given back after a huge line: so is the deferred parser's index, sized for that line's message.
+  if (capacity_ < had) deferred_parser_ = od::parser{};
   took_fast_ = parse_fast(line);
   if (took_fast_) return simdjson::SUCCESS;
   ev_->reset();  // the fast path gave up: whatever it set is discarded

@@ -178,6 +178,10 @@ class pi_event_parser {
   [[nodiscard]] x_event& event() noexcept { return *ev_; }
   /// Whether the last parse() read its line with a byte-scan fast path (else On-Demand did): for tests.
   [[nodiscard]] bool took_fast_path() const noexcept { return took_fast_; }
+  /// Bytes held for lines: the padded buffer and both parsers' capacity (for tests of the release after a huge line).
+  [[nodiscard]] std::size_t bytes_held() const noexcept {
+    return capacity_ + parser_.capacity() + deferred_parser_.capacity();
+  }
 
  private:
   // Fast path for message_update lines (pi's per-token event): a strict byte-level scan that either produces the

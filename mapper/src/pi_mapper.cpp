@@ -181,7 +181,7 @@ void pi_mapper::impl::apply(x_event& ev, std::vector<message>& out) {
         text += " in " + number_json(ev.delay_ms).dump() + " ms";
       }
       if (!ev.error_message.empty()) {
-        extra["error"] = std::string(ev.error_message);
+        extra["error"] = sanitize_utf8(ev.error_message, kMaxStatusBytes);
         text += " after: " + std::string(ev.error_message);
       }
       status(out, "retry", std::move(text), std::move(extra));
@@ -218,7 +218,7 @@ void pi_mapper::impl::apply(x_event& ev, std::vector<message>& out) {
       if (ev.aborted >= 0) extra["aborted"] = ev.aborted == 1;
       if (ev.will_retry >= 0) extra["will_retry"] = ev.will_retry == 1;
       if (!ev.error_message.empty()) {
-        extra["error"] = std::string(ev.error_message);
+        extra["error"] = sanitize_utf8(ev.error_message, kMaxStatusBytes);
         text += ": " + std::string(ev.error_message);
       }
       if (ev.will_retry == 1) text += "; it retries the turn";

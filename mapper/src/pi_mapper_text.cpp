@@ -405,7 +405,9 @@ void pi_mapper::impl::on_assistant_end(const x_message& m, std::vector<message>&
   last.present = true;
   last.stop_reason.assign(m.stop_reason);
   last.has_error_message = m.has_error_message;
-  last.error_message.assign(m.error_message);
+  // Bounded as every other mapper's error text: an agent's error can carry a whole response body.
+  if (m.error_message.size() <= kMaxStatusBytes) last.error_message.assign(m.error_message);
+  else last.error_message = sanitize_utf8(m.error_message, kMaxStatusBytes);
   usage.add(m.usage);
 
   // What a repeat of this message_end would carry (see repeats_ended_message).

@@ -445,4 +445,20 @@ TEST(PiEvent, SkipUnmappedTakesOnlyUnmappedTypesAndLeavesTheEventAlone) {
     EXPECT_FALSE(parser.skip_unmapped(bad)) << bad;
 }
 
+// A huge line grows the padded buffer and the parsers' indexes; a small line afterwards gives that memory back — the
+// index of the parser that reads a message that came before the line's type too.
+TEST(PiEvent, TheMemoryOfAHugeLineIsGivenBack) {
+  agenthost::mapper::detail::pi_event_parser parser;
+  const std::string text(std::size_t{40} << 20, 'x');
+  // `message` before `type`: kept raw, then read by the second (deferred) parser once the type is known.
+  const std::string huge = R"({"message":{"role":"assistant","content":[{"type":"text","text":")" + text +
+                           R"("}],"stopReason":"stop"},"type":"message_end"})";
+  ASSERT_EQ(parser.parse(huge), simdjson::SUCCESS);
+  ASSERT_EQ(parser.event().kind, event_kind::message_end);
+  ASSERT_GT(parser.bytes_held(), huge.size());
+  const std::string small = R"({"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"stop"}})";
+  ASSERT_EQ(parser.parse(small), simdjson::SUCCESS);
+  EXPECT_LT(parser.bytes_held(), std::size_t{1} << 20) << "after a 40 MB line, a small one";
+}
+
 }  // namespace

@@ -24,6 +24,26 @@ TEST(PiMapper, Http400WithExitZeroIsAFailure) {
   EXPECT_EQ(t.content.at("stop_reason"), "error");
 }
 
+// An error message can carry a whole response body: the terminal keeps its first 2,000 bytes (as every mapper), its
+// HTTP status still read from the start.
+TEST(PiMapper, AHugeErrorMessageIsBounded) {
+  std::vector<std::string> lines;
+  for (auto l : read_lines(fixture_path(kHttp400))) {
+    const std::string from = R"("errorMessage":"400 fake bad request")";
+    if (const auto at = l.find(from); at != std::string::npos)
+      l.replace(at, from.size(), R"("errorMessage":"400 )" + std::string(100000, 'b') + "\"");
+    lines.push_back(l);
+  }
+  const auto out = run_mapper(lines);
+  expect_valid_run(out);
+  const auto& t = terminal(out);
+  ASSERT_EQ(t.type, message_type::terminal_failed) << to_jsonl(out).substr(0, 2000);
+  EXPECT_EQ(t.content.at("http_status"), 400);
+  EXPECT_LE(t.content.at("error_message").get<std::string>().size(), 2003u);
+  EXPECT_LE(t.content.at("text").get<std::string>().size(), 2003u);
+  EXPECT_EQ(t.content.at("text").get<std::string>().substr(0, 8), "400 bbbb");
+}
+
 TEST(PiMapper, AutoRetryCyclesAreStatusAndTheFinalFailureIsRetryable) {
   pi_mapper mapper;
   std::vector<message> out;
