@@ -348,7 +348,8 @@ TEST(ClaudeMapper, AToolInputNestedTooDeepIsKeptAsText) {
         stream({{"type", "message_start"}, {"message", {{"id", "msg_1"}, {"model", "m"}}}}),
         stream({{"type", "content_block_start"},
                 {"index", 0},
-                {"content_block", {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
+                {"content_block",
+                 {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
         delta(R"({"a":)" + std::string(levels, '[')),
         delta(std::string(levels, ']') + "}"),
         stream({{"type", "content_block_stop"}, {"index", 0}})};
