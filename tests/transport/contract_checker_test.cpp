@@ -113,6 +113,22 @@ TEST(ContractChecker, RejectsMissingAndMistypedFields) {
   EXPECT_TRUE(mentions(v, "content is not an object")) << ::testing::PrintToString(v);
 }
 
+// Tool outputs and errors are strings (docs/contract.md §1.1), and invalid_output_lines holds strings on every
+// terminal that has it.
+TEST(ContractChecker, RejectsToolOutputsThatAreNotStrings) {
+  const auto v = check_run(std::vector<message>{
+      session(), call("a"), call("b"), call("c"),
+      {message_type::tool_update, {{"tool_call_id", "a"}, {"name", "bash"}, {"output", json::object()}}},
+      {message_type::tool_completed, {{"tool_call_id", "a"}, {"name", "bash"}, {"output", json::array()}}},
+      {message_type::tool_failed, {{"tool_call_id", "b"}, {"name", "bash"}, {"error", 1}}},
+      completed("c"),
+      {message_type::terminal_completed, {{"text", "hi"}, {"invalid_output_lines", json::array({json::object()})}}}});
+  EXPECT_EQ(v.size(), 4u) << ::testing::PrintToString(v);
+  EXPECT_TRUE(mentions(v, "`output` is not a string")) << ::testing::PrintToString(v);
+  EXPECT_TRUE(mentions(v, "`error` is not a string")) << ::testing::PrintToString(v);
+  EXPECT_TRUE(mentions(v, "non-string")) << ::testing::PrintToString(v);
+}
+
 TEST(ContractChecker, IncrementalUse) {
   contract_checker c;
   c.observe(session());
