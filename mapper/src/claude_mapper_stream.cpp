@@ -68,16 +68,10 @@ void claude_mapper::impl::emit_tool_call(block_state& b, std::vector<message>& o
   if (input != nullptr) {
     in = *input;
   } else if (!b.partial_json.empty()) {
-    // Assembled from many lines, so no line's depth check saw it: bounded here as everywhere else (writing the value
-    // out recurses as deep as it is nested).
-    bool too_deep = false;
-    const json::parser_callback_t depth_guard = [&too_deep](int depth, json::parse_event_t, json&) {
-      if (depth > detail::kMaxConvertDepth) too_deep = true;
-      return !too_deep;
-    };
-    in = json::parse(b.partial_json, depth_guard, false);
+    // Assembled from many lines, so no line's depth check saw it: bounded here as everywhere else.
+    in = transport::parse_json_within_depth(b.partial_json, detail::kMaxConvertDepth);
     // Cut mid-input (or nested too deep): keep what came, as text.
-    if (in.is_discarded() || too_deep) in = json{{"partial_json", b.partial_json}};
+    if (in.is_discarded()) in = json{{"partial_json", b.partial_json}};
   }
   core.tool_call(out, b.tool_id, b.tool_name, std::move(in));
 }

@@ -62,8 +62,8 @@ std::string changes_text(const json& changes) {
   for (const auto& c : changes) {
     if (!c.is_object()) continue;
     if (!text.empty()) text += '\n';
-    std::string kind = string_member(c, "kind");
-    if (const auto k = c.find("kind"); kind.empty() && k != c.end() && k->is_object()) kind = string_member(*k, "type");
+    const auto k = c.find("kind");
+    std::string kind = k != c.end() && k->is_object() ? string_member(*k, "type") : string_member(c, "kind");
     text += (kind.empty() ? std::string("change") : kind) + " " + string_member(c, "path");
   }
   return text;

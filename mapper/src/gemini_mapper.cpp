@@ -366,8 +366,7 @@ struct gemini_mapper::impl {
     switch (ev.kind) {
       case g_kind::unknown: return;
       case g_kind::init:
-        // After a synthesized session (content came first) the id is still worth knowing for the terminal.
-        if (core.session_emitted() && core.session_id().empty()) core.set_session_id(ev.session_id.value);
+        // After a synthesized session (content came first) this records the id for the terminal.
         core.session(out, ev.session_id.value, ev.model.ok() ? ev.model.value : "", "");
         return;
       case g_kind::message:

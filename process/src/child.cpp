@@ -175,21 +175,11 @@ void child::impl::shutdown() noexcept {
     } else if (!tree_gone) {
       while (!session_kill_sweep() && left().count() > 0) {
         poll_readable(direct_pidfd.get(), std::chrono::milliseconds{5});
-        if (!direct_reaped) {
-          if (auto st = try_reap(direct_pidfd.get())) {
-            direct_reaped = true;
-            set_leader_status(*st);
-          }
-        }
+        reap_leader();
       }
       // Out of time with the leader SIGKILLed but not reaped (a destroy_timeout of a few ms, or none): it dies at
       // once, and only we can reap it — not waiting for it now would leave a zombie for the host's lifetime.
-      if (!direct_reaped && poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500})) {
-        if (auto st = try_reap(direct_pidfd.get())) {
-          direct_reaped = true;
-          set_leader_status(*st);
-        }
-      }
+      if (!direct_reaped && poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500})) reap_leader();
     }
   } catch (...) {
     // scan_members allocates; nothing here may escape a destructor.

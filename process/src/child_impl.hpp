@@ -255,6 +255,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // Session mode: SIGKILL everything we can find; true when nothing is left.
   bool session_kill_sweep(bool thorough = false);
   bool session_tree_gone(bool thorough = false);
+  // Session mode: reaps the leader if it exited (its status recorded); true once it is reaped.
+  bool reap_leader();
 
   // ---- the three-phase stop -------------------------------------------------------------------------------------
 

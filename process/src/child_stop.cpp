@@ -84,13 +84,17 @@ bool child::impl::session_kill_sweep(bool thorough) {
   return members.empty() && direct_reaped;
 }
 
-bool child::impl::session_tree_gone(bool thorough) {
-  if (!direct_reaped) {
-    if (auto st = try_reap(direct_pidfd.get())) {
-      direct_reaped = true;
-      set_leader_status(*st);
-    }
+bool child::impl::reap_leader() {
+  if (direct_reaped) return true;
+  if (auto st = try_reap(direct_pidfd.get())) {
+    direct_reaped = true;
+    set_leader_status(*st);
   }
+  return direct_reaped;
+}
+
+bool child::impl::session_tree_gone(bool thorough) {
+  reap_leader();
   // Scan even while the leader lives: members found now stay known after they are reparented.
   const bool members_left = !scan_members(thorough).empty();
   return direct_reaped && !members_left;

@@ -61,16 +61,20 @@ std::string message::to_json_line() const {
   return line;
 }
 
-std::optional<message> message::from_json_line(std::string_view line) {
-  // nlohmann parses iteratively, but dumping, copying and comparing the value recurse: refuse what is too deep.
+nlohmann::json parse_json_within_depth(std::string_view text, int max_depth) {
   bool too_deep = false;
-  const nlohmann::json::parser_callback_t depth_guard = [&too_deep](int depth, nlohmann::json::parse_event_t,
-                                                                    nlohmann::json&) {
-    if (depth > max_json_depth) too_deep = true;
+  const nlohmann::json::parser_callback_t depth_guard = [&too_deep, max_depth](int depth, nlohmann::json::parse_event_t,
+                                                                               nlohmann::json&) {
+    if (depth > max_depth) too_deep = true;
     return !too_deep;  // discard what is below the limit: nothing of it is kept
   };
-  nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), depth_guard, /*allow_exceptions=*/false);
-  if (too_deep || !j.is_object()) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), depth_guard, /*allow_exceptions=*/false);
+  return too_deep ? nlohmann::json(nlohmann::json::value_t::discarded) : j;
+}
+
+std::optional<message> message::from_json_line(std::string_view line) {
+  nlohmann::json j = parse_json_within_depth(line);
+  if (!j.is_object()) return std::nullopt;
   const auto type_it = j.find("type");
   const auto content_it = j.find("content");
   if (type_it == j.end() || !type_it->is_string() || content_it == j.end() || !content_it->is_object()) {

@@ -47,6 +47,11 @@ enum class message_type {
 /// from an agent's JSON at 256 levels).
 inline constexpr int max_json_depth = 512;
 
+/// Parses `text` without exceptions; the result is discarded (is_discarded()) when `text` is not JSON or is nested
+/// deeper than `max_depth`. nlohmann parses iteratively, but dumping, copying and comparing a value recurse as deep as
+/// it is nested: JSON from outside must be bounded before it becomes a value.
+[[nodiscard]] nlohmann::json parse_json_within_depth(std::string_view text, int max_depth = max_json_depth);
+
 /// One normalized message. `content` is a JSON object (a null one is treated as {}).
 struct message {
   message_type type = message_type::status;
