@@ -340,8 +340,18 @@ TEST_F(ReaperArguments, OpensNoPathButDevNull) {
   char state = 0;
   int reaper = 0;
   rest >> state >> reaper;
+  // The agent runs while its reaper is still being exec'd (adopt mode): until the reaper's main has made its signalfd,
+  // the descriptors seen are the runtime's start-up (a sanitizer reads /proc/self/maps), not the reaper's own.
+  const std::string fd_dir = "/proc/" + std::to_string(reaper) + "/fd";
+  const auto holds_signalfd = [&] {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(fd_dir, ec))
+      if (std::filesystem::read_symlink(e.path(), ec) == "anon_inode:[signalfd]") return true;
+    return false;
+  };
+  ASSERT_TRUE(run_until(io, holds_signalfd, std::chrono::seconds(10))) << "the reaper never made its signalfd";
   std::vector<std::string> targets;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(reaper) + "/fd")) {
+  for (const auto& e : std::filesystem::directory_iterator(fd_dir)) {
     const std::string t = std::filesystem::read_symlink(e.path()).string();
     targets.push_back(e.path().filename().string() + " -> " + t);
     // A reaper forked by the spawn server also holds a pidfd of itself for the instant between sending it to the host
