@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -216,6 +217,7 @@ int adopt(pid_t agent) {
 int supervise(pid_t agent, int sigfd) {
   bool leader_alive = true;
   bool killing = false;  // after "kill" or host EOF: SIGKILL every process of the tree until none is left
+  int rescan_ms = 5;
   for (;;) {
     // Reap everything that exited; report the leader.
     for (;;) {
@@ -239,7 +241,11 @@ int supervise(pid_t agent, int sigfd) {
     pollfd fds[2] = {{control, POLLIN, 0}, {sigfd, POLLIN, 0}};
     // While killing, rescan periodically: new orphans may have appeared between scans, and a process that forks in a
     // loop is caught on the next sweep (a SIGKILLed process cannot fork any more, so sweeps converge).
-    const int n = ::poll(fds, 2, killing ? 5 : -1);
+    // The rescans back off (5 ms doubling up to 200 ms) while nothing happens: a member we may not kill (EPERM: a
+    // setuid program) or one stuck in an uninterruptible sleep must not keep the reaper scanning /proc 200 times a
+    // second for as long as it lives. Every exit of a child wakes the loop at once anyway.
+    const int n = ::poll(fds, 2, killing ? rescan_ms : -1);
+    if (killing && n == 0) rescan_ms = std::min(rescan_ms * 2, 200);
     if (n < 0 && errno != EINTR) killing = true;
     if (n <= 0) continue;
     if (fds[1].revents & POLLIN) {

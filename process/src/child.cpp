@@ -5,6 +5,7 @@
 #include "linux/launch.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -87,7 +88,9 @@ void child::impl::on_reaper_gone(exit_status status) {
   if (reaper_said_empty && (status.success() || status.is_unknown())) {
     set_tree_gone();
   } else {
-    log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status.to_string());
+    log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status.to_string() +
+                             "; the host tracks the agent's tree itself from now on");
+    reaper_lost = true;
     if (stopping) stop_timer.cancel();  // the stop sweeps from the host side
   }
 }
@@ -161,6 +164,9 @@ void child::impl::shutdown() noexcept {
     return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()),
                     std::chrono::milliseconds{0});
   };
+  // Pending waits end with operation_aborted, even when the reaper's last messages (read below) bring the status.
+  auto aborted_waiters = std::move(waiters);
+  waiters.clear();
   try {
     if (mode == containment_kind::reaper) {
       if (!direct_reaped) {
@@ -170,8 +176,15 @@ void child::impl::shutdown() noexcept {
           detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
           poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500});
         }
-        if (reap_direct()) direct_reaped = true;
+        if (reap_direct()) {
+          direct_reaped = true;
+          // Its "empty" says the tree went with it. Without one it died (maybe before our "kill", unnoticed yet).
+          drain_control();
+          if (!reaper_said_empty) reaper_lost = true;
+        }
       }
+      // A reaper that died without its "empty" (before, or just now by our SIGKILL) left its tree to us.
+      while (reaper_lost && !tree_gone && !session_kill_sweep() && left().count() > 0) ::poll(nullptr, 0, 5);
     } else if (!tree_gone) {
       while (!session_kill_sweep() && left().count() > 0) {
         poll_readable(direct_pidfd.get(), std::chrono::milliseconds{5});
@@ -199,9 +212,9 @@ void child::impl::shutdown() noexcept {
   control.close(ignored);
   pidfd_watch.close(ignored);
   stdin_open = false;
-  for (auto& w : waiters) post_completion(std::move(w.handler), ex, error_code(asio::error::operation_aborted),
-                                          leader_status.value_or(exit_status{}));
-  waiters.clear();
+  for (auto& w : aborted_waiters)
+    post_completion(std::move(w.handler), ex, error_code(asio::error::operation_aborted),
+                    leader_status.value_or(exit_status{}));
 }
 
 // ---- spawning ----------------------------------------------------------------------------------------------------
@@ -219,6 +232,10 @@ boost::system::result<child, spawn_error> child::spawn(executor_type executor, s
   if (tree->direct_pidfd) im->pidfd_watch.assign(::fcntl(tree->direct_pidfd.get(), F_DUPFD_CLOEXEC, 0), ec);
   im->direct_pidfd = std::move(tree->direct_pidfd);
   im->direct_reaped = tree->auto_reaped;
+  if (im->mode == containment_kind::reaper) {
+    detail::proc_entry agent;
+    if (detail::read_proc_entry(im->agent_pid, agent)) im->agent_start_time = agent.start_time;
+  }
   im->adopt_stdout(std::move(tree->stdout_read));
   im->err.assign(tree->stderr_read.release(), ec);
   if (tree->stdin_write) {

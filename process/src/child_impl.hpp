@@ -148,6 +148,11 @@ struct child::impl : std::enable_shared_from_this<impl> {
   clock_type::time_point leader_exit_time{};
   bool direct_reaped = false;
   bool reaper_said_empty = false;
+  // Reaper mode: the reaper died without reporting an empty tree (SIGKILL, OOM killer, crash). Its orphans went to
+  // init or the nearest subreaper: from then on the host tracks the tree itself, as in session mode, from the agent
+  // (pinned by its start time) and the members seen before.
+  bool reaper_lost = false;
+  std::uint64_t agent_start_time = 0;  // reaper mode: agent_pid's start time at spawn (0: unknown)
   bool tree_gone = false;
   bool shut_down = false;
   std::list<waiter> waiters;
@@ -161,8 +166,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   clock_type::time_point stop_start{};
   stop_phase phase = stop_phase::already_gone;
   std::vector<detail::handler_t<void(error_code, stop_report)>> stop_handlers;
-  std::unordered_map<int, std::uint64_t> known_members;  // session mode: pid -> start time of every member seen
-  std::string tree_token;                         // session mode: "AGENTHOST_TREE_TOKEN=<random>" in the agent's env
+  std::unordered_map<int, std::uint64_t> known_members;  // pid -> start time of every member seen (not the agent)
+  std::string tree_token;  // "AGENTHOST_TREE_TOKEN=<random>" in the agent's env: finds members that lost every link
 
   explicit impl(executor_type e, spawn_options o)
       : ex(std::move(e)),
@@ -245,14 +250,18 @@ struct child::impl : std::enable_shared_from_this<impl> {
 
   // ---- signals and tree ---------------------------------------------------------------------------------------
 
+  // Whether the host itself finds and kills the tree's processes: session mode, or a reaper that died.
+  [[nodiscard]] bool host_tracks_tree() const noexcept {
+    return mode == containment_kind::session || reaper_lost;
+  }
   // The live processes of the tree. Reaper mode: everything below the reaper (complete, the reaper adopts orphans).
   // Session mode (best effort): the agent, its session, every member seen before (they keep being found after they
   // were reparented) and their descendants; the environment-token scan (reads every process's environ, so it is
   // costlier) runs when `thorough` or when the cheap scan finds nothing — it is what catches daemons that left the
-  // session and lost their parent links.
+  // session and lost their parent links. A lost reaper: the same, from the pinned agent.
   std::vector<detail::proc_entry> scan_members(bool thorough = false);
   error_code send_signal(int sig, signal_target target) noexcept;
-  // Session mode: SIGKILL everything we can find; true when nothing is left.
+  // host_tracks_tree(): SIGKILL everything we can find; true when nothing is left.
   bool session_kill_sweep(bool thorough = false);
   bool session_tree_gone(bool thorough = false);
   // Session mode: reaps the leader if it exited (its status recorded); true once it is reaped.

@@ -19,11 +19,23 @@ using detail::try_reap;
 
 std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
   const auto all = detail::scan_processes();
-  if (mode == containment_kind::reaper) return detail::tree_members(all, direct_pid, false, 0);
+  if (mode == containment_kind::reaper && !reaper_lost) {
+    // The reaper is our unreaped child or pinned by its pidfd: direct_pid is not recycled while it lives. Members
+    // seen now are the roots of the sweeps should the reaper die later.
+    auto members = detail::tree_members(all, direct_pid, false, 0);
+    for (const auto& m : members)
+      if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
+    return members;
+  }
   std::vector<detail::proc_entry> roots;
   roots.reserve(known_members.size() + 1);
   for (const auto& [pid, start] : known_members) roots.push_back({.pid = pid, .start_time = start});
-  if (!direct_reaped) roots.push_back({.pid = agent_pid});
+  if (mode == containment_kind::reaper) {
+    // Not our child, and no pidfd of it: only its start time tells the agent from a process that got its pid.
+    if (agent_start_time != 0) roots.push_back({.pid = agent_pid, .start_time = agent_start_time});
+  } else if (!direct_reaped) {
+    roots.push_back({.pid = agent_pid});
+  }
   auto now = detail::collect_tree(all, roots, agent_pid, ::getpid());
   if (thorough || now.empty()) {
     const auto tagged = detail::processes_with_env(all, tree_token);
@@ -40,7 +52,7 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
 error_code child::impl::send_signal(int sig, signal_target target) noexcept {
   if (tree_gone || (mode == containment_kind::session && direct_reaped && target == signal_target::leader))
     return make_error_code(errc::not_running);
-  if (mode == containment_kind::reaper) {
+  if (mode == containment_kind::reaper && !reaper_lost) {
     if (!control.is_open()) return make_error_code(errc::not_running);
     const char* what = target == signal_target::leader ? "leader" : target == signal_target::group ? "group" : "tree";
     const std::string msg = std::string("signal ") + what + " " + std::to_string(sig);
@@ -50,6 +62,11 @@ error_code child::impl::send_signal(int sig, signal_target target) noexcept {
   }
   switch (target) {
     case signal_target::leader:
+      if (mode == containment_kind::reaper) {  // a lost reaper: the agent is not our child
+        if (agent_start_time == 0 || !detail::signal_process({.pid = agent_pid, .start_time = agent_start_time}, sig))
+          return make_error_code(errc::not_running);
+        return {};
+      }
       if (detail::pidfd_send_signal(direct_pidfd.get(), sig) != 0) return {errno, boost::system::system_category()};
       return {};
     case signal_target::group:
@@ -65,7 +82,7 @@ error_code child::impl::send_signal(int sig, signal_target target) noexcept {
       if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), sig);
       const auto members = scan_members(true);
       for (const auto& m : members)
-        if (m.pid != agent_pid) detail::signal_process(m, sig);
+        if (m.pid != agent_pid || mode == containment_kind::reaper) detail::signal_process(m, sig);
       if (direct_reaped && members.empty()) {
         tree_gone = true;
         return make_error_code(errc::not_running);
@@ -79,8 +96,9 @@ error_code child::impl::send_signal(int sig, signal_target target) noexcept {
 bool child::impl::session_kill_sweep(bool thorough) {
   if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
   auto members = scan_members(thorough);
+  // Session mode signals its agent through the pidfd above; a lost reaper's agent is one of the members.
   for (const auto& m : members)
-    if (m.pid != agent_pid) detail::signal_process(m, SIGKILL);
+    if (m.pid != agent_pid || mode == containment_kind::reaper) detail::signal_process(m, SIGKILL);
   return members.empty() && direct_reaped;
 }
 
@@ -106,7 +124,7 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
   stopping = true;
   policy = std::move(p);
   stop_start = clock_type::now();
-  if (tree_gone || (mode == containment_kind::session && session_tree_gone(true))) {
+  if (tree_gone || (host_tracks_tree() && session_tree_gone(true))) {
     tree_gone = true;
     phase = stop_phase::already_gone;
     return finish_stop({});
@@ -124,8 +142,8 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
 
 std::chrono::milliseconds child::impl::stop_tick(clock_type::time_point deadline) const {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-  if (mode == containment_kind::reaper) return std::max(left, std::chrono::milliseconds{0});
-  // Session mode has no "tree empty" event: poll /proc.
+  if (!host_tracks_tree()) return std::max(left, std::chrono::milliseconds{0});
+  // Without a reaper there is no "tree empty" event: poll /proc.
   return std::clamp(left, std::chrono::milliseconds{0}, std::chrono::milliseconds{10});
 }
 
@@ -140,9 +158,9 @@ void child::impl::wait_stop_timer(clock_type::time_point deadline) {
 }
 
 void child::impl::on_stop_tick(clock_type::time_point deadline) {
-  if (mode == containment_kind::session && !tree_gone && session_tree_gone()) tree_gone = true;
+  if (host_tracks_tree() && !tree_gone && session_tree_gone()) tree_gone = true;
   if (tree_gone) return finish_stop({});
-  if (mode == containment_kind::session && phase == stop_phase::kill) session_kill_sweep();
+  if (host_tracks_tree() && phase == stop_phase::kill) session_kill_sweep();
   if (clock_type::now() < deadline) return wait_stop_timer(deadline);
   if (phase == stop_phase::interrupt) {
     phase = stop_phase::kill;
@@ -171,7 +189,7 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
 }
 
 void child::impl::host_side_kill_sweep() {
-  if (mode == containment_kind::session) {
+  if (host_tracks_tree()) {
     session_kill_sweep();
     return;
   }

@@ -179,7 +179,7 @@ TEST_P(ChildTest, EnvironmentOverrideRemoveAndAllowList) {
   ASSERT_TRUE(c2);
   lines = read_all(*c2);
   for (const auto& l : lines)
-    // Session containment adds its own tree token (not a secret: a random id).
+    // The library adds its own tree token (not a secret: a random id).
     EXPECT_TRUE(l.rfind("env: PATH=", 0) == 0 || l.rfind("env: AGENTHOST_TEST_", 0) == 0 ||
                 l.rfind("env: AGENTHOST_TREE_TOKEN=", 0) == 0)
         << l;

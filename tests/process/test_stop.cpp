@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -117,6 +118,13 @@ INSTANTIATE_TEST_SUITE_P(
                           hostile_case{"children_in_group", {"ignore-sigint", "spawn-children", "20"}, fast,
                                        stop_phase::kill},
                           hostile_case{"setsid_children", {"spawn-children", "20", "--setsid"}, fast,
+                                       stop_phase::kill},
+                          // /proc lists a process whose main thread ended as a zombie: it must still be killed,
+                          // as the agent itself and as a member the agent left behind.
+                          hostile_case{"main_thread_exits", {"ignore-sigint", "main-thread-exits"}, fast,
+                                       stop_phase::kill},
+                          hostile_case{"orphan_main_thread_exits",
+                                       {"ignore-sigint", "leader-exits-early", "main-thread-exits"}, fast,
                                        stop_phase::kill},
                           hostile_case{"closed_stdout", {"ready", "close-stdout"}, coop, stop_phase::interrupt},
                           hostile_case{"never_reads_stdin", {"ready", "never-read-stdin"}, coop, stop_phase::interrupt}),
@@ -262,6 +270,100 @@ TEST_F(StopSemantics, TwoHundredCyclesLeakNothing) {
   EXPECT_EQ(zombie_children(), 0);
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
+
+// ---- the reaper dies ------------------------------------------------------------------------------------------------
+
+// The reaper dies by SIGKILL (an admin, the OOM killer) under a hostile tree: its orphans went to init (or the spawn
+// server), out of any parent link to it. The host tracks the tree itself from then on — from the agent, pinned by its
+// start time, and the environment token — and neither a stop nor the destructor leaves anything behind.
+class ReaperDeath : public ::testing::TestWithParam<bool> {  // through the spawn server (else a reaper exec'd per agent)
+ protected:
+  void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
+
+  child spawn_ready() {
+    if (GetParam()) settle_spawn_server();
+    auto c = child::spawn(io.get_executor(),
+                          {.executable = AGENTHOST_FAKE_AGENT,
+                           .args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
+                           .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}, {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
+                           .containment = containment_kind::reaper,
+                           .reaper_path = AGENTHOST_REAPER,
+                           .reaper_server = GetParam()});
+    if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
+    EXPECT_TRUE(read_until_line(io, *c, "ready"));
+    return std::move(*c);
+  }
+
+  // SIGKILLs the agent's reaper (its parent) and waits until it is gone.
+  void kill_reaper(const child& c) {
+    int reaper = 0;
+    for (const auto& p : all_processes())
+      if (p.pid == c.pid()) reaper = static_cast<int>(p.ppid);
+    ASSERT_GT(reaper, 1);
+    std::ifstream cmdline("/proc/" + std::to_string(reaper) + "/cmdline");
+    std::string argv0;
+    std::getline(cmdline, argv0, '\0');
+    ASSERT_NE(argv0.find("agenthost-reaper"), std::string::npos) << argv0;
+    ASSERT_EQ(::kill(reaper, SIGKILL), 0);
+    // Until it is reaped (by us, or by the spawn server) it still shows in /proc as a zombie.
+    ASSERT_TRUE(run_until(io, [&] {
+      for (const auto& p : all_processes())
+        if (p.pid == reaper && p.state != 'Z') return false;
+      return true;
+    }));
+  }
+
+  asio::io_context io;
+  std::string token = random_token();
+  liveness_fifo fifo;
+};
+
+TEST_P(ReaperDeath, TheStopKillsTheTreeItLeft) {
+  auto c = spawn_ready();
+  kill_reaper(c);
+  std::optional<stop_report> report;
+  boost::system::error_code ec;
+  const stop_policy policy{.graceful_wait = std::chrono::milliseconds{300}, .kill_wait = std::chrono::milliseconds{3000}};
+  c.async_stop(policy, [&](boost::system::error_code e, stop_report r) {
+    ec = e;
+    report = r;
+  });
+  ASSERT_TRUE(run_until(io, [&] { return report.has_value(); }, 15s));
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(report->survivors.empty());
+  EXPECT_EQ(report->phase, stop_phase::kill);
+  EXPECT_TRUE(fifo.wait_eof(1s)) << "a process of the tree still holds the liveness FIFO";
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  EXPECT_LT(report->elapsed, policy.graceful_wait + policy.kill_wait);  // no kill-phase timeout: the tree was found
+  EXPECT_EQ(c.send_signal(SIGTERM, signal_target::tree), make_error_code(errc::not_running));
+}
+
+TEST_P(ReaperDeath, TheDestructorKillsTheTreeItLeft) {
+  {
+    auto c = spawn_ready();
+    kill_reaper(c);
+    io.poll();  // the host may or may not have seen the death yet: either way the destructor must clean up
+  }
+  EXPECT_TRUE(fifo.wait_eof(1s)) << "a process of the tree still holds the liveness FIFO";
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  EXPECT_EQ(zombie_children(), 0);
+}
+
+TEST_P(ReaperDeath, SignalsReachTheTreeItLeft) {
+  auto c = spawn_ready();
+  kill_reaper(c);
+  // SIGKILL to the tree through the host-side sweep: every process of it dies.
+  boost::system::error_code ec;
+  ASSERT_TRUE(run_until(io, [&] {
+    ec = c.send_signal(SIGKILL, signal_target::tree);
+    return fifo.wait_eof(std::chrono::milliseconds{10});
+  })) << ec.message();
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+  EXPECT_EQ(c.send_signal(SIGKILL, signal_target::leader), make_error_code(errc::not_running));
+}
+
+INSTANTIATE_TEST_SUITE_P(Reaper, ReaperDeath, ::testing::Bool(),
+                         [](const auto& param_info) { return param_info.param ? "server" : "exec"; });
 
 // The host process dies by SIGKILL mid-run: the reaper sees its control socket close and kills the tree.
 TEST(HostDeath, SigkilledHostLeavesNoSurvivor) {

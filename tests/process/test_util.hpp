@@ -50,7 +50,17 @@ inline std::string random_token() {
   return s.str();
 }
 
-/// Live processes (not zombies) whose environment contains `needle` ("NAME=value").
+/// Whether `environ_path` (a /proc/.../environ file) holds the entry `needle`.
+inline bool environ_has(const std::string& environ_path, const std::string& needle) {
+  std::ifstream env(environ_path, std::ios::binary);
+  std::string item;
+  while (std::getline(env, item, '\0'))
+    if (item == needle) return true;
+  return false;
+}
+
+/// Live processes whose environment contains `needle` ("NAME=value"). A process whose main thread ended while others
+/// run is listed as a zombie with more than one thread: it counts (its environment is read through a live thread).
 inline std::vector<int> processes_with_env(const std::string& needle) {
   std::vector<int> pids;
   DIR* d = ::opendir("/proc");
@@ -63,15 +73,23 @@ inline std::vector<int> processes_with_env(const std::string& needle) {
     std::string line;
     std::getline(stat, line);
     const auto close = line.rfind(')');
-    if (close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z') continue;
-    std::ifstream env("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-    std::string item;
-    while (std::getline(env, item, '\0')) {
-      if (item == needle) {
-        pids.push_back(static_cast<int>(pid));
-        break;
+    if (close == std::string::npos || close + 2 >= line.size()) continue;
+    const std::string dir = "/proc/" + std::to_string(pid);
+    if (line[close + 2] == 'Z') {
+      std::istringstream rest(line.substr(close + 2));
+      std::string field;
+      for (int f = 3; f <= 20 && rest >> field; ++f) {
       }
+      if (field == "1") continue;  // num_threads (field 20): a true zombie
+      std::error_code ec;
+      for (const auto& task : std::filesystem::directory_iterator(dir + "/task", ec))
+        if (environ_has(task.path().string() + "/environ", needle)) {
+          pids.push_back(static_cast<int>(pid));
+          break;
+        }
+      continue;
     }
+    if (environ_has(dir + "/environ", needle)) pids.push_back(static_cast<int>(pid));
   }
   ::closedir(d);
   return pids;

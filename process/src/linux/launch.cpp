@@ -188,10 +188,10 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
   req.argv = {argv0};
   req.argv.insert(req.argv.end(), options.args.begin(), options.args.end());
   req.envp = build_environment(options.env);
+  // Without a reaper (session mode, or a reaper that died) an environment token is how a stop finds daemons that
+  // escaped both the session and the parent links (they inherit the environment).
   std::string tree_token;
-  if (mode == containment_kind::session) {
-    // Without the reaper, an environment token is how a stop finds daemons that escaped both the session and the
-    // parent links (they inherit the environment).
+  {
     std::random_device rd;
     char hex[40];
     std::snprintf(hex, sizeof hex, "%08x%08x%08x", rd(), rd(), static_cast<unsigned>(::getpid()));

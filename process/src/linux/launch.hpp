@@ -23,7 +23,7 @@ struct launched_tree {
   int direct_pid = -1;       ///< the process the host waits on: the agent (session) or its reaper
   bool direct_is_child = true;  ///< false: a reaper forked by the spawn server (the server reaps it, not us)
   bool auto_reaped = false;  ///< the direct child was gone and reaped by the kernel before its pidfd was opened
-  std::string tree_token;    ///< session mode: "AGENTHOST_TREE_TOKEN=…", in the agent's environment
+  std::string tree_token;    ///< "AGENTHOST_TREE_TOKEN=…", in the agent's environment
   unique_fd direct_pidfd;    ///< pidfd of direct_pid (empty when auto_reaped)
   unique_fd stdout_read, stderr_read;
   unique_fd stdin_write;     ///< a stream socket; empty unless stdin_kind::pipe

@@ -51,6 +51,7 @@ bool read_proc_entry(int pid, proc_entry& out) {
   out.ppid = static_cast<int>(fields[0]);
   out.pgid = static_cast<int>(fields[1]);
   out.sid = static_cast<int>(fields[2]);
+  out.threads = static_cast<int>(fields[16]);
   out.start_time = static_cast<std::uint64_t>(std::strtoull(p, &end, 10));
   return end != p;
 }
@@ -105,7 +106,7 @@ std::vector<proc_entry> collect_tree(const std::vector<proc_entry>& all, const s
   }
   std::vector<proc_entry> members;
   for (std::size_t i = 0; i < all.size(); ++i)
-    if (in[i] && all[i].state != 'Z' && all[i].state != 'X') members.push_back(all[i]);
+    if (in[i] && is_alive(all[i])) members.push_back(all[i]);
   return members;
 }
 
@@ -117,32 +118,57 @@ std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int roo
   return members;
 }
 
+namespace {
+
+// Whether the environment file at `path` holds the exact entry `needle`; `buf` is scratch space. Environments are
+// small: a larger one is scanned up to the buffer's size.
+bool environ_has(const char* path, std::string_view needle, std::vector<char>& buf) {
+  unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC)};
+  if (!fd) return false;
+  std::size_t have = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data() + have, buf.size() - have);
+    if (n <= 0) break;
+    have += static_cast<std::size_t>(n);
+    if (have == buf.size()) break;
+  }
+  std::string_view env(buf.data(), have);
+  while (!env.empty()) {
+    const auto end = env.find('\0');
+    if (env.substr(0, end) == needle) return true;
+    if (end == std::string_view::npos) break;
+    env.remove_prefix(end + 1);
+  }
+  return false;
+}
+
+// The environment of a process whose main thread ended is no longer readable through /proc/<pid> (that thread has no
+// memory map any more): read it through the threads that still run.
+bool threads_environ_has(int pid, std::string_view needle, std::vector<char>& buf) {
+  char path[96];
+  std::snprintf(path, sizeof path, "/proc/%d/task", pid);
+  DIR* dir = ::opendir(path);
+  if (dir == nullptr) return false;
+  bool found = false;
+  while (const dirent* d = ::readdir(dir)) {
+    if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
+    std::snprintf(path, sizeof path, "/proc/%d/task/%.20s/environ", pid, d->d_name);
+    if ((found = environ_has(path, needle, buf))) break;
+  }
+  ::closedir(dir);
+  return found;
+}
+
+}  // namespace
+
 std::vector<proc_entry> processes_with_env(const std::vector<proc_entry>& all, std::string_view needle) {
   std::vector<proc_entry> found;
   std::vector<char> buf(64 * 1024);
   for (const auto& e : all) {
-    if (e.state == 'Z' || e.state == 'X' || e.pid == ::getpid()) continue;
+    if (!is_alive(e) || e.pid == ::getpid()) continue;
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/environ", e.pid);
-    unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC)};
-    if (!fd) continue;
-    std::size_t have = 0;
-    for (;;) {  // environments are small; a larger one is scanned up to the buffer size
-      const ssize_t n = ::read(fd.get(), buf.data() + have, buf.size() - have);
-      if (n <= 0) break;
-      have += static_cast<std::size_t>(n);
-      if (have == buf.size()) break;
-    }
-    std::string_view env(buf.data(), have);
-    while (!env.empty()) {
-      const auto end = env.find('\0');
-      if (env.substr(0, end) == needle) {
-        found.push_back(e);
-        break;
-      }
-      if (end == std::string_view::npos) break;
-      env.remove_prefix(end + 1);
-    }
+    if (e.state == 'Z' ? threads_environ_has(e.pid, needle, buf) : environ_has(path, needle, buf)) found.push_back(e);
   }
   return found;
 }

@@ -17,7 +17,12 @@ struct proc_entry {
   int sid = 0;
   char state = '?';              // R, S, D, Z, T, …
   std::uint64_t start_time = 0;  // field 22, clock ticks since boot: with the pid, identifies a process
+  int threads = 0;               // field 20 (num_threads)
 };
+
+/// Whether `e` still runs something. /proc shows the state of the main thread: a process whose main thread ended
+/// (pthread_exit) while others run is listed as a zombie with more than one thread, and it must still be killed.
+inline bool is_alive(const proc_entry& e) noexcept { return e.state != 'X' && (e.state != 'Z' || e.threads > 1); }
 
 /// Every process visible in /proc (races with exits are tolerated: vanished entries are skipped).
 std::vector<proc_entry> scan_processes();
@@ -25,14 +30,14 @@ std::vector<proc_entry> scan_processes();
 /// Reads /proc/<pid>/stat; false when the process is gone.
 bool read_proc_entry(int pid, proc_entry& out);
 
-/// Live (non-zombie) processes reachable from `roots` by parent links (roots included; a root whose start_time is
+/// Live (is_alive) processes reachable from `roots` by parent links (roots included; a root whose start_time is
 /// non-zero must still have that start time, else its pid was recycled), plus — when session_id > 0 — every process
 /// of that session and its descendants. `exclude` (e.g. the caller itself) is never part of the result. One pass
 /// over `all`: O(processes), whatever the number of roots.
 std::vector<proc_entry> collect_tree(const std::vector<proc_entry>& all, const std::vector<proc_entry>& roots,
                                      int session_id, int exclude);
 
-/// Live (non-zombie) members of the tree: descendants of `root` by parent links (root excluded unless
+/// Live (is_alive) members of the tree: descendants of `root` by parent links (root excluded unless
 /// `include_root`), plus — when session_id > 0 — every process of that session and the descendants of those.
 std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id);
 
