@@ -80,9 +80,10 @@ bool is_seqpacket(int fd) {
 }
 
 // Signals every live process of our tree except ourselves. Under a subreaper the parent-link walk is complete.
-void signal_tree(int sig) {
+void signal_tree(int sig, int only_group = 0) {
   const auto all = scan_processes();
-  for (const auto& e : tree_members(all, ::getpid(), false, 0)) signal_process(e, sig);
+  for (const auto& e : tree_members(all, ::getpid(), false, 0))
+    if (only_group == 0 || e.pgid == only_group) signal_process(e, sig);
 }
 
 // Per-agent set-up that does not depend on the request: done by the server's idle reaper before a request arrives,
@@ -272,7 +273,10 @@ int supervise(pid_t agent, int sigfd) {
       } else if (cmd.kind == reaper_command_kind::signal_leader) {
         if (leader_alive) ::kill(agent, sig);  // our unreaped child: its pid cannot have been recycled
       } else if (cmd.kind == reaper_command_kind::signal_group) {
-        ::kill(-agent, sig);  // a process group id is not recycled while the group has members
+        // While the leader is our unreaped child its pid, hence its group id, cannot be recycled. Once it is reaped an
+        // empty group's id can be: then only the members of our tree still in that group are signalled.
+        if (leader_alive) ::kill(-agent, sig);
+        else signal_tree(sig, agent);
       } else if (cmd.kind == reaper_command_kind::signal_tree) {
         signal_tree(sig);
       }

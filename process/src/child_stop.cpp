@@ -70,13 +70,18 @@ error_code child::impl::send_signal(int sig, signal_target target) noexcept {
       if (detail::pidfd_send_signal(direct_pidfd.get(), sig) != 0) return {errno, boost::system::system_category()};
       return {};
     case signal_target::group:
-      // The agent leads its own session and group; the group id is not recycled while the group has members.
-      if (::kill(-agent_pid, sig) != 0) {
-        if (errno != ESRCH) return {errno, boost::system::system_category()};
-        // Nobody is left in the group. Without the leader, that is "gone" when no member outside the group is left.
-        if (direct_reaped && session_tree_gone(true)) tree_gone = true;
+      if (direct_reaped) {
+        // Without the leader, an empty group's id can be recycled: signal only the tree's members still in it.
+        bool any = false;
+        for (const auto& m : scan_members(true))
+          if (m.pgid == agent_pid) any = detail::signal_process(m, sig) || any;
+        if (!any && session_tree_gone(true)) tree_gone = true;
         if (tree_gone) return make_error_code(errc::not_running);
+        return {};
       }
+      // The agent leads its own session and group; its unreaped pid (pinned by our pidfd) keeps the group id.
+      // ESRCH (the leader left its group, which is empty) is not an error: the tree still runs.
+      if (::kill(-agent_pid, sig) != 0 && errno != ESRCH) return {errno, boost::system::system_category()};
       return {};
     case signal_target::tree: {
       if (!direct_reaped) detail::pidfd_send_signal(direct_pidfd.get(), sig);

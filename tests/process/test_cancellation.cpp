@@ -187,6 +187,35 @@ TEST(SendSignal, ATreeThatIsGoneIsNotRunningForEveryTarget) {
   EXPECT_EQ(c->send_signal(SIGTERM, signal_target::leader), agenthost::errc::not_running);
 }
 
+// Once the leader is reaped its group id may be recycled by an unrelated process: a signal to the group then reaches
+// the members of the tree still in it (found by a scan), not whatever group now has that id.
+TEST(SendSignal, TheGroupWithoutItsLeaderIsSignalledThroughItsMembers) {
+  for (const auto mode : {containment_kind::session, containment_kind::reaper}) {
+    asio::io_context io;
+    liveness_fifo fifo;
+    const std::string token = random_token();
+    auto c = child::spawn(io.get_executor(),
+                          {.executable = AGENTHOST_FAKE_AGENT,
+                           .args = {"leader-exits-early", "ready", "never-exit"},
+                           .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}, {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
+                           .containment = mode,
+                           .reaper_path = AGENTHOST_REAPER});
+    ASSERT_TRUE(c) << c.error().message;
+    bool exited = false;
+    c->async_wait([&](boost::system::error_code ec, exit_status) { exited = !ec; });
+    ASSERT_TRUE(read_until_line(io, *c, "ready"));
+    ASSERT_TRUE(run_until(io, [&] { return exited; }));
+    EXPECT_FALSE(fifo.wait_eof(std::chrono::milliseconds{0})) << "the leader's child runs";
+    EXPECT_EQ(c->send_signal(SIGTERM, signal_target::group), boost::system::error_code{});
+    EXPECT_TRUE(fifo.wait_eof(std::chrono::seconds{5})) << "the group's member survived SIGTERM";
+    bool stopped = false;
+    c->async_stop(stop_policy::kill_now(), [&](boost::system::error_code, stop_report) { stopped = true; });
+    EXPECT_TRUE(run_until(io, [&] { return stopped; }));
+    EXPECT_EQ(c->send_signal(SIGTERM, signal_target::group), agenthost::errc::not_running);
+    kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+  }
+}
+
 TEST(SpawnOptions, AReadChunkOutsideOneByteToOneGibIsInvalidOptions) {
   asio::io_context io;
   for (const std::size_t chunk : {std::size_t{0}, (std::size_t{1} << 30) + 1}) {
