@@ -80,10 +80,20 @@ bool is_seqpacket(int fd) {
 }
 
 // Signals every live process of our tree except ourselves. Under a subreaper the parent-link walk is complete.
-void signal_tree(int sig, int only_group = 0) {
+void signal_tree(int sig) {
+  const auto all = scan_processes();
+  for (const auto& e : tree_members(all, ::getpid(), false, 0)) signal_process(e, sig);
+}
+
+// Signals process group `pgid` (the agent's, whose leader we reaped) only while a process of our tree is still in it:
+// a member keeps the group id reserved, an empty group's id can be recycled by a stranger's setpgid/setsid.
+void signal_group_of_tree(int pgid, int sig) {
   const auto all = scan_processes();
   for (const auto& e : tree_members(all, ::getpid(), false, 0))
-    if (only_group == 0 || e.pgid == only_group) signal_process(e, sig);
+    if (e.pgid == pgid) {
+      ::kill(-pgid, sig);  // at once: members forking right now are not missed
+      return;
+    }
 }
 
 // Per-agent set-up that does not depend on the request: done by the server's idle reaper before a request arrives,
@@ -276,7 +286,7 @@ int supervise(pid_t agent, int sigfd) {
         // While the leader is our unreaped child its pid, hence its group id, cannot be recycled. Once it is reaped an
         // empty group's id can be: then only the members of our tree still in that group are signalled.
         if (leader_alive) ::kill(-agent, sig);
-        else signal_tree(sig, agent);
+        else signal_group_of_tree(agent, sig);
       } else if (cmd.kind == reaper_command_kind::signal_tree) {
         signal_tree(sig);
       }

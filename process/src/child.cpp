@@ -91,7 +91,12 @@ void child::impl::on_reaper_gone(exit_status status) {
     log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status.to_string() +
                              "; the host tracks the agent's tree itself from now on");
     reaper_lost = true;
-    if (stopping) stop_timer.cancel();  // the stop sweeps from the host side
+    if (stopping) {
+      // An interrupt sent through the dead reaper's socket may never have reached the agent: send it from here.
+      if (phase == stop_phase::interrupt && policy.interrupt_signal != 0)
+        (void)send_signal(policy.interrupt_signal, policy.interrupt_target);
+      stop_timer.cancel();  // the stop sweeps from the host side
+    }
   }
 }
 

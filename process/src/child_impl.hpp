@@ -261,6 +261,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // session and lost their parent links. A lost reaper: the same, from the pinned agent.
   std::vector<detail::proc_entry> scan_members(bool thorough = false);
   error_code send_signal(int sig, signal_target target) noexcept;
+  error_code send_signal_or_throw(int sig, signal_target target);
   // host_tracks_tree(): SIGKILL everything we can find; true when nothing is left.
   bool session_kill_sweep(bool thorough = false);
   bool session_tree_gone(bool thorough = false);

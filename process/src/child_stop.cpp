@@ -18,10 +18,16 @@ using detail::post_completion;
 using detail::try_reap;
 
 std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
+  if (mode == containment_kind::reaper && !reaper_lost) {
+    // A reaper forked by the spawn server is pinned by its pidfd but not reserved by it: once the server reaps it, its
+    // pid can be recycled. A death not handled yet is handled now, so the walk below never starts from a dead reaper.
+    if (!direct_reaped && !direct_is_child && detail::poll_readable(direct_pidfd.get(), std::chrono::milliseconds{0}))
+      on_direct_child_exit();
+  }
   const auto all = detail::scan_processes();
   if (mode == containment_kind::reaper && !reaper_lost) {
-    // The reaper is our unreaped child or pinned by its pidfd: direct_pid is not recycled while it lives. Members
-    // seen now are the roots of the sweeps should the reaper die later.
+    if (direct_reaped) return {};  // it said "empty" and exited: nothing is left
+    // Members seen now are the roots of the sweeps should the reaper die later.
     auto members = detail::tree_members(all, direct_pid, false, 0);
     for (const auto& m : members)
       if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
@@ -36,20 +42,36 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
   } else if (!direct_reaped) {
     roots.push_back({.pid = agent_pid});
   }
-  auto now = detail::collect_tree(all, roots, agent_pid, ::getpid());
+  auto now = detail::collect_tree(all, roots, 0, ::getpid());
   if (thorough || now.empty()) {
     const auto tagged = detail::processes_with_env(all, tree_token);
     if (!tagged.empty()) {
       roots.insert(roots.end(), tagged.begin(), tagged.end());
-      now = detail::collect_tree(all, roots, agent_pid, ::getpid());
+      now = detail::collect_tree(all, roots, 0, ::getpid());
     }
   }
+  // The agent's session (its id is the agent's pid) adds the members that lost their parent links, but that id is
+  // only ours while something reserves it: the agent's pid held by us (our unreaped child), or a process we identified
+  // (pid and start time, or the token) still in the session. An empty session's id can be recycled by a stranger's
+  // setsid().
+  const bool session_is_ours =
+      (mode == containment_kind::session && !direct_reaped) ||
+      std::any_of(now.begin(), now.end(), [&](const detail::proc_entry& m) { return m.sid == agent_pid; });
+  if (session_is_ours) now = detail::collect_tree(all, roots, agent_pid, ::getpid());
   for (const auto& m : now)
     if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
   return now;
 }
 
 error_code child::impl::send_signal(int sig, signal_target target) noexcept {
+  try {
+    return send_signal_or_throw(sig, target);
+  } catch (...) {  // the scans allocate: std::bad_alloc is the only exception on these paths
+    return make_error_code(std::errc::not_enough_memory);
+  }
+}
+
+error_code child::impl::send_signal_or_throw(int sig, signal_target target) {
   if (tree_gone || (mode == containment_kind::session && direct_reaped && target == signal_target::leader))
     return make_error_code(errc::not_running);
   if (mode == containment_kind::reaper && !reaper_lost) {
@@ -71,12 +93,15 @@ error_code child::impl::send_signal(int sig, signal_target target) noexcept {
       return {};
     case signal_target::group:
       if (direct_reaped) {
-        // Without the leader, an empty group's id can be recycled: signal only the tree's members still in it.
-        bool any = false;
-        for (const auto& m : scan_members(true))
-          if (m.pgid == agent_pid) any = detail::signal_process(m, sig) || any;
-        if (!any && session_tree_gone(true)) tree_gone = true;
-        if (tree_gone) return make_error_code(errc::not_running);
+        // Without the leader, an empty group's id can be recycled: the group is signalled (at once, forks racing the
+        // signal included) only while a member of the tree is still in it, which keeps the id reserved.
+        const auto members = scan_members(true);
+        if (std::none_of(members.begin(), members.end(), [&](const auto& m) { return m.pgid == agent_pid; })) {
+          if (!members.empty()) return {};  // nobody left in the group, as after an ESRCH below: the tree runs on
+          tree_gone = true;
+          return make_error_code(errc::not_running);
+        }
+        if (::kill(-agent_pid, sig) != 0 && errno != ESRCH) return {errno, boost::system::system_category()};
         return {};
       }
       // The agent leads its own session and group; its unreaped pid (pinned by our pidfd) keeps the group id.

@@ -13,7 +13,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <poll.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -280,11 +282,12 @@ class ReaperDeath : public ::testing::TestWithParam<bool> {  // through the spaw
  protected:
   void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
 
-  child spawn_ready() {
+  child spawn_ready(std::vector<std::string> args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready",
+                                                     "never-exit"}) {
     if (GetParam()) settle_spawn_server();
     auto c = child::spawn(io.get_executor(),
                           {.executable = AGENTHOST_FAKE_AGENT,
-                           .args = {"ignore-all", "setsid-child", "double-fork-daemon", "ready", "never-exit"},
+                           .args = std::move(args),
                            .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}, {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
                            .containment = containment_kind::reaper,
                            .reaper_path = AGENTHOST_REAPER,
@@ -300,6 +303,13 @@ class ReaperDeath : public ::testing::TestWithParam<bool> {  // through the spaw
     for (const auto& p : all_processes())
       if (p.pid == c.pid()) reaper = static_cast<int>(p.ppid);
     ASSERT_GT(reaper, 1);
+    if (GetParam()) {  // forked by the spawn server, not exec'd by us
+      for (const auto& p : all_processes()) {
+        if (p.pid == reaper) {
+          ASSERT_NE(p.ppid, ::getpid()) << "the tree did not go through the spawn server";
+        }
+      }
+    }
     std::ifstream cmdline("/proc/" + std::to_string(reaper) + "/cmdline");
     std::string argv0;
     std::getline(cmdline, argv0, '\0');
@@ -320,7 +330,7 @@ class ReaperDeath : public ::testing::TestWithParam<bool> {  // through the spaw
 
 TEST_P(ReaperDeath, TheStopKillsTheTreeItLeft) {
   auto c = spawn_ready();
-  kill_reaper(c);
+  ASSERT_NO_FATAL_FAILURE(kill_reaper(c));
   std::optional<stop_report> report;
   boost::system::error_code ec;
   const stop_policy policy{.graceful_wait = std::chrono::milliseconds{300}, .kill_wait = std::chrono::milliseconds{3000}};
@@ -341,7 +351,7 @@ TEST_P(ReaperDeath, TheStopKillsTheTreeItLeft) {
 TEST_P(ReaperDeath, TheDestructorKillsTheTreeItLeft) {
   {
     auto c = spawn_ready();
-    kill_reaper(c);
+    ASSERT_NO_FATAL_FAILURE(kill_reaper(c));
     io.poll();  // the host may or may not have seen the death yet: either way the destructor must clean up
   }
   EXPECT_TRUE(fifo.wait_eof(1s)) << "a process of the tree still holds the liveness FIFO";
@@ -351,7 +361,7 @@ TEST_P(ReaperDeath, TheDestructorKillsTheTreeItLeft) {
 
 TEST_P(ReaperDeath, SignalsReachTheTreeItLeft) {
   auto c = spawn_ready();
-  kill_reaper(c);
+  ASSERT_NO_FATAL_FAILURE(kill_reaper(c));
   // SIGKILL to the tree through the host-side sweep: every process of it dies.
   boost::system::error_code ec;
   ASSERT_TRUE(run_until(io, [&] {
@@ -360,6 +370,30 @@ TEST_P(ReaperDeath, SignalsReachTheTreeItLeft) {
   })) << ec.message();
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
   EXPECT_EQ(c.send_signal(SIGKILL, signal_target::leader), make_error_code(errc::not_running));
+}
+
+// The reaper dies just before a stop, which the host has not seen yet: the interrupt goes to a dead socket. Once the
+// host sees the death it sends the interrupt itself, so a cooperative agent still ends in the graceful phase.
+TEST_P(ReaperDeath, AnInterruptTheDeadReaperMissedIsSentByTheHost) {
+  auto c = spawn_ready({"ready", "never-exit"});
+  int reaper = 0;
+  for (const auto& p : all_processes())
+    if (p.pid == c.pid()) reaper = static_cast<int>(p.ppid);
+  ASSERT_GT(reaper, 1);
+  // Waited for through a pidfd of our own, without running the io_context: the child must not learn of it yet.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, reaper, 0));
+  ASSERT_GE(pidfd, 0);
+  ASSERT_EQ(::kill(reaper, SIGKILL), 0);
+  pollfd p{pidfd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 10000), 1);
+  ::close(pidfd);
+  std::optional<stop_report> report;
+  c.async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{5000}},
+               [&](boost::system::error_code, stop_report r) { report = r; });
+  ASSERT_TRUE(run_until(io, [&] { return report.has_value(); }, 15s));
+  EXPECT_EQ(report->phase, stop_phase::interrupt);
+  EXPECT_TRUE(report->survivors.empty());
+  EXPECT_TRUE(fifo.wait_eof(1s));
 }
 
 INSTANTIATE_TEST_SUITE_P(Reaper, ReaperDeath, ::testing::Bool(),

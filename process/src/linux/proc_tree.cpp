@@ -205,11 +205,12 @@ bool signal_process(const proc_entry& e, int sig) noexcept {
     if (errno == ESRCH) return false;
     // No pidfd support (seccomp, old kernel): plain kill after the identity check below is the best we can do.
     proc_entry now;
-    if (!read_proc_entry(e.pid, now) || now.start_time != e.start_time) return false;
+    if (!read_proc_entry(e.pid, now) || now.start_time != e.start_time || !is_alive(now)) return false;
     return ::kill(e.pid, sig) == 0;
   }
+  // A recycled pid has another start time; a zombie (its parent has not reaped it yet) accepts signals but is gone.
   proc_entry now;
-  if (!read_proc_entry(e.pid, now) || now.start_time != e.start_time) return false;  // pid was recycled
+  if (!read_proc_entry(e.pid, now) || now.start_time != e.start_time || !is_alive(now)) return false;
   return pidfd_send_signal(pidfd.get(), sig) == 0;
 }
 

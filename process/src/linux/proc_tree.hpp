@@ -60,7 +60,7 @@ bool poll_readable(int fd, std::chrono::milliseconds timeout) noexcept;
 void kill_and_reap(int pidfd) noexcept;
 
 /// Signal `e` safely: open a pidfd, re-check that /proc still shows the same process (start time), then signal
-/// through the pidfd — so a recycled PID never receives it. Returns false when the process is gone.
+/// through the pidfd — so a recycled PID never receives it. Returns false when the process is gone (a zombie too).
 bool signal_process(const proc_entry& e, int sig) noexcept;
 
 }  // namespace agenthost::process::detail
