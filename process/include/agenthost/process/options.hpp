@@ -45,7 +45,8 @@ enum class containment_kind {
   automatic,
   /// Run the agent under the agenthost-reaper helper: a PR_SET_CHILD_SUBREAPER process that adopts every descendant
   /// (setsid'd and double-forked ones included) and kills the whole tree when asked or when the host dies (even by
-  /// SIGKILL). Spawning fails with errc::reaper_not_found when the helper is missing.
+  /// SIGKILL). Spawning fails with errc::reaper_not_found when the helper is missing. Should the helper itself die
+  /// (SIGKILL, OOM killer), the host tracks the tree as in `session` mode from then on (a warning in the log).
   reaper,
   /// No helper: the agent leads its own session; the tree is found by a /proc walk (session id, parent links).
   /// Daemons that setsid() after their parent exited can escape; stop() reports them as survivors.
