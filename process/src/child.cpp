@@ -64,8 +64,18 @@ std::optional<exit_status> child::impl::reap_direct() {
   return try_reap(direct_pidfd.get());
 }
 
+void child::impl::record_session_before_reap() noexcept {
+  try {
+    (void)scan_members();
+  } catch (...) {  // std::bad_alloc: the members stay unrecorded, the sweeps then rely on the token
+  }
+}
+
 void child::impl::on_direct_child_exit() {
   if (direct_reaped || shut_down) return;
+  // Until the leader is reaped its pid reserves the session's id: record the session's members while it is safe to
+  // look them up by it (later sweeps find them by pid and start time, and through them the session).
+  if (mode == containment_kind::session) record_session_before_reap();
   auto status = reap_direct();
   if (!status) {  // spurious wakeup
     watch_direct_child();
@@ -82,18 +92,22 @@ void child::impl::on_direct_child_exit() {
 
 void child::impl::on_reaper_gone(exit_status status) {
   direct_reaped = true;
+  // Lost until its "empty" says otherwise: set before anything that may throw, so that no path leaves the tree
+  // untracked.
+  reaper_lost = true;
   drain_control();
   if (!leader_status) set_leader_status(unknown_status{});
   // unknown_status: the host ignores SIGCHLD (or reaps with waitpid(-1)), so the kernel or the host reaped it.
   if (reaper_said_empty && (status.success() || status.is_unknown())) {
+    reaper_lost = false;
     set_tree_gone();
   } else {
     log(log_level::warn, "agenthost-reaper exited unexpectedly: " + status.to_string() +
                              "; the host tracks the agent's tree itself from now on");
-    reaper_lost = true;
     if (stopping) {
-      // An interrupt sent through the dead reaper's socket may never have reached the agent: send it from here.
-      if (phase == stop_phase::interrupt && policy.interrupt_signal != 0)
+      // The stop's interrupt never reached a reaper that died before reading it: send it from here. (Not when it
+      // may have: a second SIGINT is "quit now" to many agents.)
+      if (phase == stop_phase::interrupt && policy.interrupt_signal != 0 && reaper_missed_command)
         (void)send_signal(policy.interrupt_signal, policy.interrupt_target);
       stop_timer.cancel();  // the stop sweeps from the host side
     }
@@ -108,6 +122,7 @@ void child::impl::read_control() {
 }
 
 void child::impl::on_control_readable() {
+  if (shut_down) return;  // a completion queued before the destruction: the destructor did the rest
   if (drain_control()) return read_control();
   // EOF: the reaper exited. Normally its pidfd tells us (on_direct_child_exit); without one (it was reaped by the
   // kernel because the host ignores SIGCHLD) this is the only signal.
@@ -126,7 +141,10 @@ bool child::impl::drain_control() {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
     // The reaper exited with our last command ("kill") still unread: the kernel reports ECONNRESET once, and the
     // messages it sent before exiting ("exit", "empty") are still queued behind the error.
-    if (n < 0 && errno == ECONNRESET) continue;
+    if (n < 0 && errno == ECONNRESET) {
+      reaper_missed_command = true;
+      continue;
+    }
     error_code ignored;
     control.close(ignored);
     return false;

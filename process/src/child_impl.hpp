@@ -153,6 +153,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // (pinned by its start time) and the members seen before.
   bool reaper_lost = false;
   std::uint64_t agent_start_time = 0;  // reaper mode: agent_pid's start time at spawn (0: unknown)
+  bool reaper_missed_command = false;  // a command to the reaper failed to send, or was left unread at its exit
   bool tree_gone = false;
   bool shut_down = false;
   std::list<waiter> waiters;
@@ -194,6 +195,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // "empty" messages carry what matters).
   std::optional<exit_status> reap_direct();
   void on_direct_child_exit();
+  // Session mode, the leader exited but is not reaped yet: scan (and so record) every member of its session.
+  void record_session_before_reap() noexcept;
   // The reaper is gone. Normally it said "exit" and "empty" first — those are still queued on the control socket when
   // its exit wakes us first: read them now. If it died (crash, SIGKILL) we cannot know the tree is gone; the stop's
   // kill phase sweeps from the host side.

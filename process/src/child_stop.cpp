@@ -18,11 +18,13 @@ using detail::post_completion;
 using detail::try_reap;
 
 std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
-  if (mode == containment_kind::reaper && !reaper_lost) {
-    // A reaper forked by the spawn server is pinned by its pidfd but not reserved by it: once the server reaps it, its
-    // pid can be recycled. A death not handled yet is handled now, so the walk below never starts from a dead reaper.
-    if (!direct_reaped && !direct_is_child && detail::poll_readable(direct_pidfd.get(), std::chrono::milliseconds{0}))
-      on_direct_child_exit();
+  if (mode == containment_kind::reaper && !reaper_lost && !direct_reaped &&
+      detail::poll_readable(direct_pidfd.get(), std::chrono::milliseconds{0})) {
+    // A dead reaper's children went elsewhere, and one forked by the spawn server is not even reserved by its pidfd
+    // (once the server reaps it, its pid can be recycled): its death is handled now, never walked from. During the
+    // destruction, which handles it itself, the walk is skipped.
+    if (shut_down) return {};
+    on_direct_child_exit();
   }
   const auto all = detail::scan_processes();
   if (mode == containment_kind::reaper && !reaper_lost) {
@@ -42,22 +44,23 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
   } else if (!direct_reaped) {
     roots.push_back({.pid = agent_pid});
   }
-  auto now = detail::collect_tree(all, roots, 0, ::getpid());
-  if (thorough || now.empty()) {
-    const auto tagged = detail::processes_with_env(all, tree_token);
-    if (!tagged.empty()) {
-      roots.insert(roots.end(), tagged.begin(), tagged.end());
-      now = detail::collect_tree(all, roots, 0, ::getpid());
-    }
-  }
   // The agent's session (its id is the agent's pid) adds the members that lost their parent links, but that id is
   // only ours while something reserves it: the agent's pid held by us (our unreaped child), or a process we identified
   // (pid and start time, or the token) still in the session. An empty session's id can be recycled by a stranger's
   // setsid().
-  const bool session_is_ours =
-      (mode == containment_kind::session && !direct_reaped) ||
-      std::any_of(now.begin(), now.end(), [&](const detail::proc_entry& m) { return m.sid == agent_pid; });
-  if (session_is_ours) now = detail::collect_tree(all, roots, agent_pid, ::getpid());
+  const bool session_pinned = mode == containment_kind::session && !direct_reaped;
+  const int session = session_pinned ? agent_pid : 0;
+  auto now = detail::collect_tree(all, roots, session, ::getpid());
+  if (thorough || now.empty()) {
+    const auto tagged = detail::processes_with_env(all, tree_token);
+    if (!tagged.empty()) {
+      roots.insert(roots.end(), tagged.begin(), tagged.end());
+      now = detail::collect_tree(all, roots, session, ::getpid());
+    }
+  }
+  if (!session_pinned &&
+      std::any_of(now.begin(), now.end(), [&](const detail::proc_entry& m) { return m.sid == agent_pid; }))
+    now = detail::collect_tree(all, roots, agent_pid, ::getpid());
   for (const auto& m : now)
     if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
   return now;
@@ -78,8 +81,11 @@ error_code child::impl::send_signal_or_throw(int sig, signal_target target) {
     if (!control.is_open()) return make_error_code(errc::not_running);
     const char* what = target == signal_target::leader ? "leader" : target == signal_target::group ? "group" : "tree";
     const std::string msg = std::string("signal ") + what + " " + std::to_string(sig);
-    if (::send(control.native_handle(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-      return {errno, boost::system::system_category()};
+    if (::send(control.native_handle(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+      const int e = errno;
+      reaper_missed_command = true;
+      return {e, boost::system::system_category()};
+    }
     return {};
   }
   switch (target) {
@@ -134,6 +140,8 @@ bool child::impl::session_kill_sweep(bool thorough) {
 
 bool child::impl::reap_leader() {
   if (direct_reaped) return true;
+  if (!detail::poll_readable(direct_pidfd.get(), std::chrono::milliseconds{0})) return false;  // still running
+  record_session_before_reap();
   if (auto st = try_reap(direct_pidfd.get())) {
     direct_reaped = true;
     set_leader_status(*st);
@@ -206,7 +214,10 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
     return arm_stop_timer(policy.kill_wait);
   }
   // Kill phase timed out: sweep once more ourselves and report what is left.
+  const bool reaper_was_lost = reaper_lost;
   host_side_kill_sweep();
+  // The sweep found the reaper dead (its kill may never have run): the host's own kill gets a kill phase of its own.
+  if (reaper_lost && !reaper_was_lost) return arm_stop_timer(policy.kill_wait);
   auto survivors = scan_members(true);
   std::vector<int> pids;
   for (const auto& s : survivors) pids.push_back(s.pid);

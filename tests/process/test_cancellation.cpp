@@ -4,14 +4,19 @@
 #include "test_util.hpp"
 
 #include "../../process/src/linux/adopt_spawn.hpp"
+#include "../../process/src/linux/proc_tree.hpp"
 
 #include <agenthost/process/child.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
+#include <sys/mman.h>
+
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 using namespace agenthost;
 using namespace agenthost::process;
@@ -214,6 +219,33 @@ TEST(SendSignal, TheGroupWithoutItsLeaderIsSignalledThroughItsMembers) {
     EXPECT_EQ(c->send_signal(SIGTERM, signal_target::group), agenthost::errc::not_running);
     kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
   }
+}
+
+// A process's identity is its pid and its start time, field 22 of /proc/<pid>/stat. Field 23 (the virtual memory
+// size, which changes with every mapping) once stood in for it: a busy agent then looked like a recycled pid.
+TEST(ProcTree, TheStartTimeIsField22AndDoesNotChangeWithTheMemoryMap) {
+  auto field = [](int n) {
+    std::ifstream in("/proc/self/stat");
+    std::string line;
+    std::getline(in, line);
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string f;
+    for (int i = 3; i <= n; ++i) rest >> f;
+    return f;
+  };
+  process::detail::proc_entry before;
+  ASSERT_TRUE(process::detail::read_proc_entry(::getpid(), before));
+  EXPECT_EQ(std::to_string(before.start_time), field(22));
+  EXPECT_EQ(std::to_string(before.threads), field(20));
+  EXPECT_EQ(std::to_string(before.ppid), field(4));
+  EXPECT_EQ(std::to_string(before.sid), field(6));
+  const std::size_t size = std::size_t{64} << 20;
+  void* map = ::mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  process::detail::proc_entry after;
+  ASSERT_TRUE(process::detail::read_proc_entry(::getpid(), after));
+  ::munmap(map, size);
+  EXPECT_EQ(after.start_time, before.start_time);
 }
 
 TEST(SpawnOptions, AReadChunkOutsideOneByteToOneGibIsInvalidOptions) {

@@ -42,8 +42,8 @@ bool read_proc_entry(int pid, proc_entry& out) {
   out.state = *p;
   p += 1;
   char* end = nullptr;
-  long fields[19] = {};
-  for (long& f : fields) {  // fields 4 … 22
+  long fields[18] = {};
+  for (long& f : fields) {  // fields 4 … 21
     f = std::strtol(p, &end, 10);
     if (end == p) return false;
     p = end;
@@ -52,7 +52,7 @@ bool read_proc_entry(int pid, proc_entry& out) {
   out.pgid = static_cast<int>(fields[1]);
   out.sid = static_cast<int>(fields[2]);
   out.threads = static_cast<int>(fields[16]);
-  out.start_time = static_cast<std::uint64_t>(std::strtoull(p, &end, 10));
+  out.start_time = static_cast<std::uint64_t>(std::strtoull(p, &end, 10));  // field 22 (field 23 is vsize)
   return end != p;
 }
 
