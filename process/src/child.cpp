@@ -66,19 +66,22 @@ std::optional<exit_status> child::impl::reap_direct() {
 
 void child::impl::record_session_before_reap() noexcept {
   try {
-    (void)scan_members();
+    // The session only (no environment-token scan: this runs at every exit, stop or not).
+    const auto all = detail::scan_processes();
+    for (const auto& m : detail::collect_tree(all, {{.pid = agent_pid}}, agent_pid, ::getpid()))
+      if (m.pid != agent_pid) known_members.insert_or_assign(m.pid, m.start_time);
   } catch (...) {  // std::bad_alloc: the members stay unrecorded, the sweeps then rely on the token
   }
 }
 
-void child::impl::on_direct_child_exit() {
+void child::impl::on_direct_child_exit(bool from_watch) {
   if (direct_reaped || shut_down) return;
   // Until the leader is reaped its pid reserves the session's id: record the session's members while it is safe to
   // look them up by it (later sweeps find them by pid and start time, and through them the session).
   if (mode == containment_kind::session) record_session_before_reap();
   auto status = reap_direct();
   if (!status) {  // spurious wakeup
-    watch_direct_child();
+    if (from_watch) watch_direct_child();
     return;
   }
   direct_reaped = true;
@@ -126,7 +129,7 @@ void child::impl::on_control_readable() {
   if (drain_control()) return read_control();
   // EOF: the reaper exited. Normally its pidfd tells us (on_direct_child_exit); without one (it was reaped by the
   // kernel because the host ignores SIGCHLD) this is the only signal.
-  if (!pidfd_watch.is_open()) on_reaper_gone(unknown_status{});
+  if (!pidfd_watch.is_open() && !direct_reaped) on_reaper_gone(unknown_status{});
 }
 
 bool child::impl::drain_control() {

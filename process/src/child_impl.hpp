@@ -153,7 +153,9 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // (pinned by its start time) and the members seen before.
   bool reaper_lost = false;
   std::uint64_t agent_start_time = 0;  // reaper mode: agent_pid's start time at spawn (0: unknown)
-  bool reaper_missed_command = false;  // a command to the reaper failed to send, or was left unread at its exit
+  // The stop's interrupt may not have reached the reaper: sending it failed, or a command was left unread at its exit.
+  bool reaper_missed_command = false;
+  bool host_had_kill_wait = false;  // this stop's kill phase ran (for a whole kill_wait) with the host sweeping
   bool tree_gone = false;
   bool shut_down = false;
   std::list<waiter> waiters;
@@ -194,7 +196,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // report ECHILD at once, so its pidfd's readability says whether it exited (status unknown_status; its "exit" and
   // "empty" messages carry what matters).
   std::optional<exit_status> reap_direct();
-  void on_direct_child_exit();
+  // `from_watch`: called by the pidfd watch, which a spurious wake-up re-arms (not when called from a scan).
+  void on_direct_child_exit(bool from_watch = true);
   // Session mode, the leader exited but is not reaped yet: scan (and so record) every member of its session.
   void record_session_before_reap() noexcept;
   // The reaper is gone. Normally it said "exit" and "empty" first — those are still queued on the control socket when

@@ -24,7 +24,7 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
     // (once the server reaps it, its pid can be recycled): its death is handled now, never walked from. During the
     // destruction, which handles it itself, the walk is skipped.
     if (shut_down) return {};
-    on_direct_child_exit();
+    on_direct_child_exit(false);
   }
   const auto all = detail::scan_processes();
   if (mode == containment_kind::reaper && !reaper_lost) {
@@ -32,7 +32,7 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
     // Members seen now are the roots of the sweeps should the reaper die later.
     auto members = detail::tree_members(all, direct_pid, false, 0);
     for (const auto& m : members)
-      if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
+      if (m.pid != agent_pid) known_members.insert_or_assign(m.pid, m.start_time);
     return members;
   }
   std::vector<detail::proc_entry> roots;
@@ -62,7 +62,7 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
       std::any_of(now.begin(), now.end(), [&](const detail::proc_entry& m) { return m.sid == agent_pid; }))
     now = detail::collect_tree(all, roots, agent_pid, ::getpid());
   for (const auto& m : now)
-    if (m.pid != agent_pid) known_members.emplace(m.pid, m.start_time);
+    if (m.pid != agent_pid) known_members.insert_or_assign(m.pid, m.start_time);  // a recycled pid: the new member
   return now;
 }
 
@@ -81,11 +81,8 @@ error_code child::impl::send_signal_or_throw(int sig, signal_target target) {
     if (!control.is_open()) return make_error_code(errc::not_running);
     const char* what = target == signal_target::leader ? "leader" : target == signal_target::group ? "group" : "tree";
     const std::string msg = std::string("signal ") + what + " " + std::to_string(sig);
-    if (::send(control.native_handle(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-      const int e = errno;
-      reaper_missed_command = true;
-      return {e, boost::system::system_category()};
-    }
+    if (::send(control.native_handle(), msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+      return {errno, boost::system::system_category()};
     return {};
   }
   switch (target) {
@@ -174,7 +171,12 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
                  MSG_NOSIGNAL | MSG_DONTWAIT);
   }
   if (policy.close_stdin) close_stdin();
-  if (policy.interrupt_signal != 0) (void)send_signal(policy.interrupt_signal, policy.interrupt_target);
+  reaper_missed_command = false;
+  host_had_kill_wait = false;
+  // A reaper that is gone (or going) never forwards it: once its death is handled, the host sends it itself.
+  if (policy.interrupt_signal != 0 && send_signal(policy.interrupt_signal, policy.interrupt_target) &&
+      mode == containment_kind::reaper)
+    reaper_missed_command = true;
   arm_stop_timer(policy.graceful_wait);
 }
 
@@ -202,6 +204,7 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
   if (clock_type::now() < deadline) return wait_stop_timer(deadline);
   if (phase == stop_phase::interrupt) {
     phase = stop_phase::kill;
+    host_had_kill_wait = host_tracks_tree();
     if (mode == containment_kind::reaper) {
       if (control.is_open()) {
         (void)::send(control.native_handle(), "kill", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -214,11 +217,15 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
     return arm_stop_timer(policy.kill_wait);
   }
   // Kill phase timed out: sweep once more ourselves and report what is left.
-  const bool reaper_was_lost = reaper_lost;
   host_side_kill_sweep();
-  // The sweep found the reaper dead (its kill may never have run): the host's own kill gets a kill phase of its own.
-  if (reaper_lost && !reaper_was_lost) return arm_stop_timer(policy.kill_wait);
   auto survivors = scan_members(true);
+  // The reaper died during the kill phase (found now, or late in it): its kill may never have run. The host's own kill
+  // gets a whole kill phase of its own.
+  if (reaper_lost && !host_had_kill_wait) {
+    host_had_kill_wait = true;
+    host_side_kill_sweep();
+    return arm_stop_timer(policy.kill_wait);
+  }
   std::vector<int> pids;
   for (const auto& s : survivors) pids.push_back(s.pid);
   if (!direct_reaped && mode == containment_kind::session) pids.push_back(agent_pid);

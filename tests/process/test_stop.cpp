@@ -424,6 +424,25 @@ TEST_P(ReaperDeath, AnInterruptTheDeadReaperMissedIsSentByTheHost) {
   EXPECT_TRUE(fifo.wait_eof(1s));
 }
 
+// The reaper forwarded the stop's interrupt and died afterwards: the host must not send it again (a second SIGINT is
+// "quit now" to many agents).
+TEST_P(ReaperDeath, AnInterruptTheReaperForwardedIsNotSentTwice) {
+  auto c = spawn_ready({"trap", "INT", "ready", "never-exit"});
+  std::optional<stop_report> report;
+  c.async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{1000}},
+               [&](boost::system::error_code, stop_report r) { report = r; });
+  ASSERT_TRUE(run_until(io, [&] { return c.stderr_tail().find("got SIGINT") != std::string::npos; }));
+  ASSERT_NO_FATAL_FAILURE(kill_reaper(c));
+  ASSERT_TRUE(run_until(io, [&] { return report.has_value(); }, 15s));
+  EXPECT_EQ(report->phase, stop_phase::kill);
+  EXPECT_TRUE(report->survivors.empty());
+  const std::string err = c.stderr_tail();
+  std::size_t count = 0;
+  for (auto at = err.find("got SIGINT"); at != std::string::npos; at = err.find("got SIGINT", at + 1)) ++count;
+  EXPECT_EQ(count, 1u) << err;
+  EXPECT_TRUE(fifo.wait_eof(1s));
+}
+
 INSTANTIATE_TEST_SUITE_P(Reaper, ReaperDeath, ::testing::Bool(),
                          [](const auto& param_info) { return param_info.param ? "server" : "exec"; });
 

@@ -36,7 +36,7 @@ bool read_proc_entry(int pid, proc_entry& out) {
   // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
   //  priority nice num_threads itrealvalue starttime …" — comm may contain spaces and parentheses: use the last ')'.
   const char* close = std::strrchr(buf, ')');
-  if (close == nullptr || close[1] == '\0') return false;
+  if (close == nullptr || close[1] != ' ' || close[2] == '\0') return false;
   const char* p = close + 2;
   out.pid = pid;
   out.state = *p;
