@@ -95,19 +95,17 @@ error_code child::impl::send_signal_or_throw(int sig, signal_target target) {
       if (detail::pidfd_send_signal(direct_pidfd.get(), sig) != 0) return {errno, boost::system::system_category()};
       return {};
     case signal_target::group:
+      // The agent leads its own session and group. The group id stays reserved while its unreaped pid (pinned by our
+      // pidfd) or a member of the group does; without the leader, an empty group's id can be recycled, so the group is
+      // signalled (at once, forks racing the signal included) only while a member of the tree is still in it.
       if (direct_reaped) {
-        // Without the leader, an empty group's id can be recycled: the group is signalled (at once, forks racing the
-        // signal included) only while a member of the tree is still in it, which keeps the id reserved.
         const auto members = scan_members(true);
         if (std::none_of(members.begin(), members.end(), [&](const auto& m) { return m.pgid == agent_pid; })) {
           if (!members.empty()) return {};  // nobody left in the group, as after an ESRCH below: the tree runs on
           tree_gone = true;
           return make_error_code(errc::not_running);
         }
-        if (::kill(-agent_pid, sig) != 0 && errno != ESRCH) return {errno, boost::system::system_category()};
-        return {};
       }
-      // The agent leads its own session and group; its unreaped pid (pinned by our pidfd) keeps the group id.
       // ESRCH (the leader left its group, which is empty) is not an error: the tree still runs.
       if (::kill(-agent_pid, sig) != 0 && errno != ESRCH) return {errno, boost::system::system_category()};
       return {};
