@@ -129,7 +129,9 @@ void child::impl::on_control_readable() {
   if (drain_control()) return read_control();
   // EOF: the reaper exited. Normally its pidfd tells us (on_direct_child_exit); without one (it was reaped by the
   // kernel because the host ignores SIGCHLD) this is the only signal.
-  if (!pidfd_watch.is_open() && !direct_reaped) on_reaper_gone(unknown_status{});
+  // (Not twice: once handled, the tree is gone or the reaper lost. direct_reaped alone says nothing: a reaper the
+  // kernel reaped before spawn() could open its pidfd counts as reaped from the start, and this EOF is its only news.)
+  if (!pidfd_watch.is_open() && !tree_gone && !reaper_lost) on_reaper_gone(unknown_status{});
 }
 
 bool child::impl::drain_control() {

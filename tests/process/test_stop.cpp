@@ -288,9 +288,15 @@ TEST(SessionStop, AMemberWithoutTokenOrParentLinkIsFoundThroughTheSession) {
   ASSERT_TRUE(c) << c.error().message;
   std::optional<exit_status> st;
   c->async_wait([&](boost::system::error_code, exit_status s) { st = s; });
+  struct leftovers_guard {
+    std::string needle;
+    ~leftovers_guard() { kill_leftovers(needle); }
+  } guard{"AGENTHOST_TEST_TOKEN=" + token};
   ASSERT_TRUE(read_until_line(io, *c, "ready"));
   ASSERT_TRUE(run_until(io, [&] { return st.has_value(); }));
-  ASSERT_EQ(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).size(), 1u) << "the orphan runs";
+  // The shell may exit before its background child has exec'd `env` (which sets the token): wait until it has.
+  ASSERT_TRUE(run_until(io, [&] { return processes_with_env("AGENTHOST_TEST_TOKEN=" + token).size() == 1; }))
+      << "the orphan runs";
   std::optional<stop_report> report;
   c->async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{100}},
                 [&](boost::system::error_code, stop_report r) { report = r; });
@@ -298,7 +304,6 @@ TEST(SessionStop, AMemberWithoutTokenOrParentLinkIsFoundThroughTheSession) {
   EXPECT_EQ(report->phase, stop_phase::kill);
   EXPECT_TRUE(report->survivors.empty());
   EXPECT_TRUE(fifo.wait_eof(1s)) << "the session's member survived";
-  kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
 }
 
 // ---- the reaper dies ------------------------------------------------------------------------------------------------
