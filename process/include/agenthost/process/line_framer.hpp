@@ -14,10 +14,10 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace agenthost::process {
 
@@ -40,13 +40,13 @@ class line_framer {
   /// Space for at least `n` more bytes; invalidates the views handed out before.
   std::span<char> prepare(std::size_t n) {
     if (begin_ > 0) {  // drop consumed lines; the partial line moves to the front once
-      std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+      std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
       scan_ -= begin_;
       end_ -= begin_;
       begin_ = 0;
     }
-    if (buf_.size() < end_ + n) buf_.resize(end_ + n);
-    return {buf_.data() + end_, n};
+    if (capacity_ - end_ < n) grow(end_ + n);
+    return {buf_.get() + end_, n};
   }
 
   /// `n` bytes were written at the start of the last prepare()'s span: calls on_line(line_view) per complete line.
@@ -54,10 +54,10 @@ class line_framer {
   void commit(std::size_t n, OnLine&& on_line) {
     end_ += n;
     while (scan_ < end_) {
-      const void* nl = std::memchr(buf_.data() + scan_, '\n', end_ - scan_);
+      const void* nl = std::memchr(buf_.get() + scan_, '\n', end_ - scan_);
       if (nl == nullptr) break;
-      const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - buf_.data());
-      emit({buf_.data() + begin_, pos - begin_}, on_line);
+      const auto pos = static_cast<std::size_t>(static_cast<const char*>(nl) - buf_.get());
+      emit({buf_.get() + begin_, pos - begin_}, on_line);
       begin_ = scan_ = pos + 1;
     }
     scan_ = end_;
@@ -75,7 +75,7 @@ class line_framer {
   /// End of stream: delivers the unterminated last line, if any, and resets for a new stream.
   template <class OnLine>
   void finish(OnLine&& on_line) {
-    if (oversize_ || end_ > begin_) emit({buf_.data() + begin_, end_ - begin_}, on_line);
+    if (oversize_ || end_ > begin_) emit({buf_.get() + begin_, end_ - begin_}, on_line);
     begin_ = end_ = scan_ = 0;
     oversize_ = false;
     stream_start_ = true;
@@ -117,7 +117,7 @@ class line_framer {
   // Bytes of the current partial line that count toward the maximum: not a leading BOM (first line) and not a
   // trailing '\r' (it may be the first half of "\r\n"), exactly as for a line delivered whole.
   [[nodiscard]] std::size_t counted_partial() const noexcept {
-    const std::string_view part{buf_.data() + begin_, end_ - begin_};
+    const std::string_view part{buf_.get() + begin_, end_ - begin_};
     std::size_t n = part.size();
     if (stream_start_) {  // a BOM, or the beginning of one still arriving, does not count
       constexpr std::string_view bom = "\xEF\xBB\xBF";
@@ -131,7 +131,7 @@ class line_framer {
   // The current line is too long: keep its head, drop the rest, count it. A trailing '\r' stays buffered so that the
   // line's length does not depend on where the reads end.
   void spill_to_oversize() {
-    std::string_view part{buf_.data() + begin_, end_ - begin_};
+    std::string_view part{buf_.get() + begin_, end_ - begin_};
     if (!oversize_) {
       oversize_ = true;
       // A new head buffer: the previous one may still be viewed by a line of the current batch (an oversize line
@@ -152,12 +152,25 @@ class line_framer {
     scan_ = end_;
   }
 
+  // Space is never zero-filled: read() writes it before commit() looks at it, and a page the kernel never writes is
+  // never touched (a 256 KiB read chunk costs a host with 100 agents ~25 MiB of resident zeros otherwise; a
+  // std::vector would value-initialize it). Growth is geometric, so a long line read in small chunks is copied
+  // O(length) times in total, not once per read.
+  void grow(std::size_t needed) {
+    const std::size_t capacity = std::max(needed, capacity_ + capacity_ / 2);
+    auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
+    if (end_ > 0) std::memcpy(bigger.get(), buf_.get(), end_);
+    buf_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+
   std::string& head() noexcept { return heads_[cur_head_]; }
   [[nodiscard]] const std::string& head() const noexcept { return heads_[cur_head_]; }
 
   std::size_t max_line_bytes_;
   std::size_t oversize_head_bytes_;
-  std::vector<char> buf_;
+  std::unique_ptr<char[]> buf_;
+  std::size_t capacity_ = 0;
   std::size_t begin_ = 0;  // start of the current (incomplete) line
   std::size_t end_ = 0;    // end of valid data
   std::size_t scan_ = 0;   // bytes before this were searched for '\n'
