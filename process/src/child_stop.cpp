@@ -179,6 +179,9 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
 }
 
 std::chrono::milliseconds child::impl::stop_tick(clock_type::time_point deadline) const {
+  // Gone meanwhile, inside the tick that is about to wait (the kill phase's sweep can find the reaper dead and handle
+  // it there): set_tree_gone() had no wait to cancel, so the next tick must come at once, not at the phase's end.
+  if (tree_gone) return std::chrono::milliseconds{0};
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
   if (!host_tracks_tree()) return std::max(left, std::chrono::milliseconds{0});
   // Without a reaper there is no "tree empty" event: poll /proc.

@@ -12,6 +12,8 @@
 #include <agenthost/process/spawn_server.hpp>
 
 #include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -262,6 +264,88 @@ TEST_F(SpawnServer, LargeEnvironmentTravelsThroughAMemfd) {
   ASSERT_TRUE(run_until(io, [&] { return eof; }));
   EXPECT_TRUE(saw_big);
   EXPECT_TRUE(saw_cwd);
+}
+
+// The host changes what a child inherits after the server started (here its umask and its open-files limit, as a
+// host that configures itself after prestart_spawn_server() would): the next agent still gets the host's values, not
+// the server's — that spawn starts its own reaper and replaces the server, whose next agents get them too.
+TEST_F(SpawnServer, WhatTheHostChangedAfterTheServerStartedReachesTheAgents) {
+  ensure_server();
+  const auto servers_before = our_servers();
+  ASSERT_EQ(servers_before.size(), 1u);
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  ASSERT_GT(files.rlim_cur, 200u);
+  const rlimit lowered{files.rlim_cur - 7, files.rlim_max};
+  const mode_t umask_before = ::umask(027);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  struct restore {
+    mode_t mask;
+    rlimit limit;
+    ~restore() {
+      ::umask(mask);
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
+  } restore_host{umask_before, files};
+  const std::string expected_limit = std::to_string(lowered.rlim_cur);
+  // Prints what it inherited, then stays until stopped (so that its reaper's parent can be looked at).
+  const auto start = [&] {
+    auto c = child::spawn(io.get_executor(), {.executable = "/bin/sh",
+                                              .args = {"-c", "umask; ulimit -Sn; echo ready; exec sleep 60"},
+                                              .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+                                              .containment = containment_kind::reaper,
+                                              .reaper_path = AGENTHOST_REAPER});
+    if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
+    return std::move(*c);
+  };
+  const auto inherited = [&](child& c) {
+    std::vector<std::string> lines;
+    bool done = false;
+    std::function<void()> next = [&] {
+      c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
+        for (const auto& l : b) lines.emplace_back(l.text);
+        done = ec || std::find(lines.begin(), lines.end(), "ready") != lines.end();
+        if (!done) next();
+      });
+    };
+    next();
+    EXPECT_TRUE(run_until(io, [&] { return done; }));
+    return lines;
+  };
+  const std::vector<std::string> want = {"0027", expected_limit, "ready"};
+
+  auto a = start();
+  EXPECT_EQ(inherited(a), want);
+  EXPECT_EQ(parent_of(parent_of(a.pid())), ::getpid()) << "its own reaper, exec'd by the host";
+  ASSERT_TRUE(eventually([&] { return our_servers().size() == 1u && our_servers() != servers_before; }))
+      << "the server that started before the change was not replaced";
+  ASSERT_TRUE(eventually([] { return process::detail::spawn_server_ready(); })) << "the new server never said ready";
+  auto b = start();
+  EXPECT_EQ(inherited(b), want);
+  EXPECT_EQ(parent_of(parent_of(b.pid())), our_servers().at(0)) << "served by the new server";
+
+  boost::system::error_code ec;
+  EXPECT_TRUE(stop(a, ec).survivors.empty());
+  EXPECT_TRUE(stop(b, ec).survivors.empty());
+}
+
+// A stop that starts as the agent exits: its kill phase's sweep can find the reaper dead and handle it right there, in
+// the tick that then arms the kill phase's wait. That stop must end at once, not when kill_wait runs out (it did, 1
+// run in ~40, with the default 5 s). The race needs no help: it is repeated, with a kill_wait longer than run_until's
+// bound, for the server's reapers and for exec'd ones.
+TEST_F(SpawnServer, AStopAsTheAgentExitsDoesNotWaitOutTheKillPhase) {
+  ensure_server();
+  auto policy = stop_policy::kill_now();
+  policy.kill_wait = std::chrono::minutes{10};
+  for (const bool server : {true, false}) {
+    for (int round = 0; round < 60; ++round) {
+      auto c = spawn({"exit", "0"}, nullptr, server);
+      std::optional<stop_report> r;
+      c.async_stop(policy, [&](boost::system::error_code, stop_report rep) { r = std::move(rep); });
+      ASSERT_TRUE(run_until(io, [&] { return r.has_value(); })) << "round " << round << (server ? ", server" : "");
+      EXPECT_TRUE(r->survivors.empty());
+    }
+  }
 }
 
 // The server dies by SIGKILL between spawns: the next spawn reaps it (no zombie of ours), exec's its own reaper and

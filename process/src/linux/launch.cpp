@@ -219,8 +219,12 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
                                                               : std::filesystem::absolute(options.working_directory,
                                                                                           cwd_ec);
     req.fd3 = ctl_child.get();
-    const int rc = cwd_ec ? cwd_ec.value() : send_spawn_request(reaper, req);
+    std::string replaced;
+    const int rc = cwd_ec ? cwd_ec.value() : send_spawn_request(reaper, req, &replaced);
     via_server = rc == 0;
+    if (!replaced.empty())
+      options.log.log(log_level::info, "agenthost-reaper spawn server replaced: the host's " + replaced +
+                                           " changed since it started; this agent gets a reaper of its own");
     // No server yet (or it died): this spawn starts the agent and its own reaper itself and the server right after,
     // so the server's start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
     start_server = rc == ESRCH;

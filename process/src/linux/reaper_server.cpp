@@ -1,6 +1,7 @@
 #include "reaper_server.hpp"
 
 #include "../detail/reaper_protocol.hpp"
+#include "inherited_state.hpp"
 #include "proc_tree.hpp"
 #include "../posix/fd_passing.hpp"
 
@@ -20,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -33,6 +36,7 @@ struct server_state {
   std::filesystem::path reaper;
   unique_fd sock;   // our end of the server's SOCK_SEQPACKET socket (close-on-exec)
   unique_fd pidfd;  // the server is our child: reaped through this, never with waitpid(-1)
+  std::string inherited;  // inherited_state() of the thread that started the server, just before it did
   bool ready = false;  // an idle reaper said "ready": the server is up (a request may wait for a fork, not a start)
   // A background start (start_spawn_server_in_background) is under way: getpid() of the process whose thread spawns
   // the server, outside the lock; 0 when none is. Written under the lock; atomic for the atexit handler's first look,
@@ -58,6 +62,7 @@ void reset(server_state& s, bool ours) {
   s.pidfd.reset();
   s.owner = 0;
   s.ready = false;
+  s.inherited.clear();
 }
 
 // Whether a background start is under way in this process. A fork()ed copy of the host forgets its parent's: that
@@ -81,6 +86,7 @@ bool check_ready(server_state& s) {
 struct spawned_server {
   unique_fd sock;   // our end of its socket
   unique_fd pidfd;  // of our child, the server
+  std::string inherited;  // what it inherited from us (inherited_state())
 };
 
 // Spawns `reaper --server`. Touches no shared state: a background start runs it without the lock.
@@ -101,6 +107,7 @@ int spawn_server(const std::filesystem::path& reaper, spawned_server& out) {
   r.working_directory = "/";
   r.stdin_fd = r.stdout_fd = r.stderr_fd = devnull.get();
   r.fd3 = theirs.get();
+  out.inherited = inherited_state();  // right before the spawn, on the spawning thread: what the server gets
   int err = 0;
   const int pid = spawn_process(r, err);
   if (pid <= 0) return err;
@@ -126,11 +133,18 @@ void install(server_state& s, spawned_server&& server, const std::filesystem::pa
   s.pidfd = std::move(server.pidfd);
   s.reaper = reaper;
   s.owner = ::getpid();
+  s.inherited = std::move(server.inherited);
 }
 
 int start(server_state& s, const std::filesystem::path& reaper) {
   spawned_server server;
-  if (const int e = spawn_server(reaper, server); e != 0) return e;
+  int e = 0;
+  try {
+    e = spawn_server(reaper, server);
+  } catch (const std::bad_alloc&) {
+    e = ENOMEM;  // the request's strings, the snapshot
+  }
+  if (e != 0) return e;
   install(s, std::move(server), reaper);
   return 0;
 }
@@ -158,14 +172,22 @@ int send_request(int sock, const std::string& payload, const spawn_request& r) {
 
 }  // namespace
 
-int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request) {
+int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request, std::string* replaced) {
   const std::string payload = encode_spawn_payload(request.executable.string(), request.working_directory.string(),
                                                    request.argv, request.envp);
+  const std::string inherited = inherited_state();  // outside the lock: three /proc reads
   auto& s = state();
   std::lock_guard lock(s.m);
   if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
   if (s.sock && s.reaper != reaper) return ENOTSUP;
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
+  if (s.sock && s.inherited != inherited) {
+    // The host changed since the server started (see inherited_state.hpp): its agents would not get the change. This
+    // spawn starts its own reaper (which inherits from us) and the server is started again, from now.
+    if (replaced != nullptr) *replaced = first_difference(s.inherited, inherited);
+    reset(s, true);
+    return ESRCH;
+  }
   if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
   if (!s.sock) return ESRCH;
   if (!check_ready(s)) return EINPROGRESS;

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <string>
 
 namespace agenthost::process::detail {
 
@@ -23,8 +24,11 @@ namespace agenthost::process::detail {
 /// EINPROGRESS while the server is still starting (no idle reaper has said "ready" yet), ENOTSUP when the server
 /// runs another reaper path. Never starts a server (see start_spawn_server). Thread-safe (one mutex around the check
 /// and the send; the send is one SOCK_SEQPACKET packet, bounded by a 5 s send timeout). Never waits for the agent's
-/// start.
-int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request);
+/// start. The server is also replaced (killed; ESRCH) when what a child inherits from the host changed since it started
+/// (inherited_state.hpp): the umask, a resource limit, credentials, capabilities, seccomp, the cgroup, the OOM score
+/// adjustment; `replaced`, when given, then names the first attribute that differs.
+int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request,
+                       std::string* replaced = nullptr);
 
 /// Whether this process's spawn server runs and one of its idle reapers has said "ready" (reads the pending packets),
 /// i.e. whether the next request is served rather than started on its own. For tests and benchmarks. Thread-safe.

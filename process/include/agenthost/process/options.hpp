@@ -96,8 +96,11 @@ struct spawn_options {
   /// one (a faster spawn, the same containment: see README "The spawn server"). A spawn that finds no server (the
   /// first one, or the first after the server died) starts the agent and then exec's its reaper, which adopts it, and
   /// starts the server on a short-lived thread of its own (the spawn does not wait for the server's exec); a spawn
-  /// whose server is still starting or cannot be used (another reaper_path) starts its agent the same way. false:
-  /// every spawn starts its own reaper that way. Default: true.
+  /// whose server is still starting or cannot be used (another reaper_path) starts its agent the same way, and so does
+  /// one after the host changed its umask, a resource limit, its credentials, capabilities, seccomp filters, cgroup or
+  /// OOM score adjustment since the server started (the server is then replaced, so that agents get the host's current
+  /// ones). The nice value and CPU affinity are those of the thread that started the server. false: every spawn
+  /// starts its own reaper that way (and the agent inherits everything from the spawning thread). Default: true.
   bool reaper_server = true;
   /// How long destroying a still-running `child` may block while it kills the tree. Default: 2 s.
   std::chrono::milliseconds destroy_timeout{2000};
