@@ -205,7 +205,6 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
   if (clock_type::now() < deadline) return wait_stop_timer(deadline);
   if (phase == stop_phase::interrupt) {
     phase = stop_phase::kill;
-    host_had_kill_wait = host_tracks_tree();
     if (mode == containment_kind::reaper) {
       if (control.is_open()) {
         (void)::send(control.native_handle(), "kill", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -215,6 +214,8 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
     } else {
       session_kill_sweep(true);
     }
+    // After the sweep, which can find the reaper dead: this kill phase is then already the host's own.
+    host_had_kill_wait = host_tracks_tree();
     return arm_stop_timer(policy.kill_wait);
   }
   // Kill phase timed out: sweep once more ourselves and report what is left.

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -97,7 +99,7 @@ static std::size_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   std::size_t size_pages = 0, resident_pages = 0;
   statm >> size_pages >> resident_pages;
-  return resident_pages * 4096;
+  return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
 // The read space is not zero-filled: a host reading 100 agents with 256 KiB read chunks would otherwise keep ~25 MiB
@@ -118,7 +120,22 @@ TEST(LineFramer, SpaceThatNoReadWroteStaysUntouched) {
   f.feed("o\n", [&](const line_view& l) { lines.emplace_back(l.text); });  // moves the partial line, prepares again
   EXPECT_EQ(lines, (std::vector<std::string>{"one", "two"}));
   // Sanitizer shadow memory (1/8 of the space under ASan) and allocator bookkeeping stay far below this.
-  EXPECT_LT(resident_bytes() - std::min(before, resident_bytes()), kSpace / 2);
+  const std::size_t after = resident_bytes();
+  EXPECT_LT(after - std::min(before, after), kSpace / 2);
+}
+
+TEST(LineFramer, AMovedFromFramerStartsANewStream) {
+  line_framer a;
+  std::vector<std::string> lines;
+  const auto collect = [&](const line_view& l) { lines.emplace_back(l.text); };
+  a.feed("\xEF\xBB\xBFone\npart", collect);
+  line_framer b(std::move(a));
+  b.feed("ial\n", collect);
+  a.feed("\xEF\xBB\xBF" "fresh\n", collect);  // NOLINT(bugprone-use-after-move): moved-from is specified as empty
+  line_framer c;
+  c = std::move(b);
+  c.feed("last\n", collect);
+  EXPECT_EQ(lines, (std::vector<std::string>{"one", "partial", "fresh", "last"}));
 }
 
 TEST(LineFramer, ArbitraryChunkBoundariesGiveTheSameLines) {

@@ -277,8 +277,6 @@ TEST_F(SpawnServer, WhatTheHostChangedAfterTheServerStartedReachesTheAgents) {
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
   ASSERT_GT(files.rlim_cur, 200u);
   const rlimit lowered{files.rlim_cur - 7, files.rlim_max};
-  const mode_t umask_before = ::umask(027);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
   struct restore {
     mode_t mask;
     rlimit limit;
@@ -286,7 +284,8 @@ TEST_F(SpawnServer, WhatTheHostChangedAfterTheServerStartedReachesTheAgents) {
       ::umask(mask);
       ::setrlimit(RLIMIT_NOFILE, &limit);
     }
-  } restore_host{umask_before, files};
+  } restore_host{::umask(027), files};  // restored even when an assertion below fails
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
   const std::string expected_limit = std::to_string(lowered.rlim_cur);
   // Prints what it inherited, then stays until stopped (so that its reaper's parent can be looked at).
   const auto start = [&] {

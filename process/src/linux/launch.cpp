@@ -219,17 +219,17 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
                                                               : std::filesystem::absolute(options.working_directory,
                                                                                           cwd_ec);
     req.fd3 = ctl_child.get();
-    std::string replaced;
-    const int rc = cwd_ec ? cwd_ec.value() : send_spawn_request(reaper, req, &replaced);
+    std::string why;
+    const int rc = cwd_ec ? cwd_ec.value() : send_spawn_request(reaper, req, &why);
     via_server = rc == 0;
-    if (!replaced.empty())
-      options.log.log(log_level::info, "agenthost-reaper spawn server replaced: the host's " + replaced +
-                                           " changed since it started; this agent gets a reaper of its own");
+    if (!why.empty())
+      options.log.log(rc == spawn_server_thread_differs ? log_level::debug : log_level::info,
+                      "agenthost-reaper spawn server not used: " + why + "; this agent gets a reaper of its own");
     // No server yet (or it died): this spawn starts the agent and its own reaper itself and the server right after,
     // so the server's start-up overlaps the agent's instead of adding an exec and a fork to this spawn's path.
     start_server = rc == ESRCH;
     // EINPROGRESS: the server is still starting; this spawn is faster on its own than queued behind that start.
-    if (!via_server && !start_server && rc != EINPROGRESS)
+    if (!via_server && !start_server && rc != EINPROGRESS && rc != spawn_server_thread_differs)
       options.log.log(log_level::info, std::string("agenthost-reaper spawn server not used (") + std::strerror(rc) +
                                            "): starting a reaper for this agent");
   }

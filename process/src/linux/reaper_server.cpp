@@ -6,9 +6,11 @@
 #include "../posix/fd_passing.hpp"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,6 +24,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <vector>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -36,7 +39,7 @@ struct server_state {
   std::filesystem::path reaper;
   unique_fd sock;   // our end of the server's SOCK_SEQPACKET socket (close-on-exec)
   unique_fd pidfd;  // the server is our child: reaped through this, never with waitpid(-1)
-  std::string inherited;  // inherited_state() of the thread that started the server, just before it did
+  inherited_snapshot inherited;  // inherited_state() of the thread that started the server, just before it did
   bool ready = false;  // an idle reaper said "ready": the server is up (a request may wait for a fork, not a start)
   // A background start (start_spawn_server_in_background) is under way: getpid() of the process whose thread spawns
   // the server, outside the lock; 0 when none is. Written under the lock; atomic for the atexit handler's first look,
@@ -46,6 +49,9 @@ struct server_state {
   std::filesystem::path starting_reaper;
   std::condition_variable start_done;  // notified when a background start ends
   int background_error = 0;            // the last background start's errno, until take_background_start_error()
+  // Servers replaced while requests of other threads were still queued on their socket: killing one then would fail
+  // those spawns. Each keeps serving until its queue is empty, then is killed and reaped (sweep_retired).
+  std::vector<std::pair<unique_fd, unique_fd>> retired;  // socket, pidfd
 };
 
 // Never destroyed: a spawn from another static object's destructor must still find it, and the descriptors are meant
@@ -62,7 +68,33 @@ void reset(server_state& s, bool ours) {
   s.pidfd.reset();
   s.owner = 0;
   s.ready = false;
-  s.inherited.clear();
+  s.inherited = {};
+}
+
+// Requests still queued on the socket of a server (sent, not yet taken by one of its idle reapers).
+bool has_queued_requests(int sock) {
+  int queued = 0;
+  return ::ioctl(sock, SIOCOUTQ, &queued) == 0 && queued > 0;
+}
+
+// Replaces the server (see inherited_state.hpp): at once when nothing is queued for it, else once its queue is empty.
+void retire(server_state& s) {
+  if (s.sock && has_queued_requests(s.sock.get())) {
+    s.retired.emplace_back(std::move(s.sock), std::move(s.pidfd));
+    reset(s, false);
+  } else {
+    reset(s, true);
+  }
+}
+
+// Kills and reaps the retired servers that have nothing queued any more (or died).
+void sweep_retired(server_state& s) {
+  std::erase_if(s.retired, [](std::pair<unique_fd, unique_fd>& r) {
+    if (has_queued_requests(r.first.get()) && !poll_readable(r.second.get(), std::chrono::milliseconds{0}))
+      return false;
+    kill_and_reap(r.second.get());
+    return true;
+  });
 }
 
 // Whether a background start is under way in this process. A fork()ed copy of the host forgets its parent's: that
@@ -86,8 +118,9 @@ bool check_ready(server_state& s) {
 struct spawned_server {
   unique_fd sock;   // our end of its socket
   unique_fd pidfd;  // of our child, the server
-  std::string inherited;  // what it inherited from us (inherited_state())
+  inherited_snapshot inherited;  // what it inherited from us (inherited_state())
 };
+
 
 // Spawns `reaper --server`. Touches no shared state: a background start runs it without the lock.
 int spawn_server(const std::filesystem::path& reaper, spawned_server& out) {
@@ -172,21 +205,33 @@ int send_request(int sock, const std::string& payload, const spawn_request& r) {
 
 }  // namespace
 
-int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request, std::string* replaced) {
+int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request, std::string* why) {
   const std::string payload = encode_spawn_payload(request.executable.string(), request.working_directory.string(),
                                                    request.argv, request.envp);
-  const std::string inherited = inherited_state();  // outside the lock: three /proc reads
+  const inherited_snapshot inherited = inherited_state();  // outside the lock: three /proc reads
   auto& s = state();
   std::lock_guard lock(s.m);
-  if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
+  if (s.sock && s.owner != ::getpid()) {  // inherited through fork(): the parent's servers, not ours
+    reset(s, false);
+    for (auto& r : s.retired) r.second.release();  // not our children: neither to kill nor to reap
+    s.retired.clear();
+  }
+  sweep_retired(s);
   if (s.sock && s.reaper != reaper) return ENOTSUP;
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
-  if (s.sock && s.inherited != inherited) {
-    // The host changed since the server started (see inherited_state.hpp): its agents would not get the change. This
+  if (s.sock) {
+    // See inherited_state.hpp. The host changed since the server started: its agents would not get the change. This
     // spawn starts its own reaper (which inherits from us) and the server is started again, from now.
-    if (replaced != nullptr) *replaced = first_difference(s.inherited, inherited);
-    reset(s, true);
-    return ESRCH;
+    if (auto what = first_difference(s.inherited.process_wide, inherited.process_wide); !what.empty()) {
+      if (why != nullptr) *why = "the host's " + what + " changed since the server started: replacing it";
+      retire(s);
+      return ESRCH;
+    }
+    // Only this thread differs from the one that started the server: not a reason to replace it.
+    if (auto what = first_difference(s.inherited.per_thread, inherited.per_thread); !what.empty()) {
+      if (why != nullptr) *why = "this thread's " + what + " differs from the server's";
+      return spawn_server_thread_differs;
+    }
   }
   if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
   if (!s.sock) return ESRCH;
@@ -234,11 +279,15 @@ int wait_spawn_server_ready(std::chrono::milliseconds timeout) {
 }
 
 int start_spawn_server(const std::filesystem::path& reaper) {
+  const inherited_snapshot inherited = inherited_state();
   auto& s = state();
   std::unique_lock lock(s.m);
   s.start_done.wait(lock, [&] { return !starting(s); });  // one posix_spawn at most
   if (s.sock && s.owner != ::getpid()) reset(s, false);
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
+  // Started before the host changed (see send_spawn_request): replaced now rather than by the first spawn.
+  if (s.sock && s.reaper == reaper && !first_difference(s.inherited.process_wide, inherited.process_wide).empty())
+    retire(s);
   if (s.sock) return s.reaper == reaper ? 0 : ENOTSUP;
   return start(s, reaper);
 }

@@ -24,11 +24,16 @@ namespace agenthost::process::detail {
 /// EINPROGRESS while the server is still starting (no idle reaper has said "ready" yet), ENOTSUP when the server
 /// runs another reaper path. Never starts a server (see start_spawn_server). Thread-safe (one mutex around the check
 /// and the send; the send is one SOCK_SEQPACKET packet, bounded by a 5 s send timeout). Never waits for the agent's
-/// start. The server is also replaced (killed; ESRCH) when what a child inherits from the host changed since it started
-/// (inherited_state.hpp): the umask, a resource limit, credentials, capabilities, seccomp, the cgroup, the OOM score
-/// adjustment; `replaced`, when given, then names the first attribute that differs.
-int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request,
-                       std::string* replaced = nullptr);
+/// start. What a child inherits is compared with what the server inherited (inherited_state.hpp): when the host changed
+/// (umask, a resource limit, ids, groups, cgroup, OOM score adjustment) the server is replaced — killed now, or once
+/// the requests of other threads queued on it were taken — and ESRCH is returned; when only the calling thread
+/// differs from the one that started the server (capabilities, seccomp, no_new_privs, fs ids),
+/// spawn_server_thread_differs. `why`, when given, then says which attribute.
+int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request, std::string* why = nullptr);
+
+/// send_spawn_request(): the calling thread differs from the server in what a child inherits from it; this spawn
+/// must start its own reaper, the server stays.
+inline constexpr int spawn_server_thread_differs = -1;
 
 /// Whether this process's spawn server runs and one of its idle reapers has said "ready" (reads the pending packets),
 /// i.e. whether the next request is served rather than started on its own. For tests and benchmarks. Thread-safe.

@@ -13,11 +13,14 @@
 
 #include <cstddef>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace agenthost::process {
 
@@ -37,6 +40,41 @@ class line_framer {
                        std::size_t oversize_head_bytes = std::size_t{4} << 10)
       : max_line_bytes_(max_line_bytes), oversize_head_bytes_(oversize_head_bytes) {}
 
+  /// Movable; the moved-from framer is empty, at the start of a new stream.
+  line_framer(line_framer&& other) noexcept
+      : max_line_bytes_(other.max_line_bytes_),
+        oversize_head_bytes_(other.oversize_head_bytes_),
+        buf_(std::move(other.buf_)),
+        capacity_(std::exchange(other.capacity_, 0)),
+        begin_(std::exchange(other.begin_, 0)),
+        end_(std::exchange(other.end_, 0)),
+        scan_(std::exchange(other.scan_, 0)),
+        oversize_(std::exchange(other.oversize_, false)),
+        heads_{std::move(other.heads_[0]), std::move(other.heads_[1])},
+        cur_head_(std::exchange(other.cur_head_, 0u)),
+        oversize_total_(std::exchange(other.oversize_total_, 0)),
+        stream_start_(std::exchange(other.stream_start_, true)) {}
+  line_framer& operator=(line_framer&& other) noexcept {
+    if (this == &other) return *this;
+    max_line_bytes_ = other.max_line_bytes_;
+    oversize_head_bytes_ = other.oversize_head_bytes_;
+    buf_ = std::move(other.buf_);
+    capacity_ = std::exchange(other.capacity_, 0);
+    begin_ = std::exchange(other.begin_, 0);
+    end_ = std::exchange(other.end_, 0);
+    scan_ = std::exchange(other.scan_, 0);
+    oversize_ = std::exchange(other.oversize_, false);
+    heads_[0] = std::move(other.heads_[0]);
+    heads_[1] = std::move(other.heads_[1]);
+    cur_head_ = std::exchange(other.cur_head_, 0u);
+    oversize_total_ = std::exchange(other.oversize_total_, 0);
+    stream_start_ = std::exchange(other.stream_start_, true);
+    return *this;
+  }
+  line_framer(const line_framer&) = delete;
+  line_framer& operator=(const line_framer&) = delete;
+  ~line_framer() = default;
+
   /// Space for at least `n` more bytes; invalidates the views handed out before.
   std::span<char> prepare(std::size_t n) {
     if (begin_ > 0) {  // drop consumed lines; the partial line moves to the front once
@@ -45,7 +83,10 @@ class line_framer {
       end_ -= begin_;
       begin_ = 0;
     }
-    if (capacity_ - end_ < n) grow(end_ + n);
+    if (capacity_ - end_ < n) {
+      if (n > SIZE_MAX - end_) throw std::length_error("line_framer::prepare: size overflow");
+      grow(end_ + n);
+    }
     return {buf_.get() + end_, n};
   }
 

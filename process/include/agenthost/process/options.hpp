@@ -99,7 +99,8 @@ struct spawn_options {
   /// whose server is still starting or cannot be used (another reaper_path) starts its agent the same way, and so does
   /// one after the host changed its umask, a resource limit, its credentials, capabilities, seccomp filters, cgroup or
   /// OOM score adjustment since the server started (the server is then replaced, so that agents get the host's current
-  /// ones). The nice value and CPU affinity are those of the thread that started the server. false: every spawn
+  /// ones), or from a thread whose capabilities or seccomp filters differ from those of the thread that started the
+  /// server. The nice value and CPU affinity are that thread's. false: every spawn
   /// starts its own reaper that way (and the agent inherits everything from the spawning thread). Default: true.
   bool reaper_server = true;
   /// How long destroying a still-running `child` may block while it kills the tree. Default: 2 s.
