@@ -12,6 +12,7 @@
 #include <agenthost/process/spawn_server.hpp>
 
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -325,6 +326,35 @@ TEST_F(SpawnServer, WhatTheHostChangedAfterTheServerStartedReachesTheAgents) {
 
   boost::system::error_code ec;
   EXPECT_TRUE(stop(a, ec).survivors.empty());
+  EXPECT_TRUE(stop(b, ec).survivors.empty());
+}
+
+// A thread that differs from the one that started the server in what only a thread has (here no_new_privs, which the
+// kernel never lets a thread drop) gets a reaper of its own, so that its agent inherits that; the server is not
+// replaced for it and still serves the other threads.
+TEST_F(SpawnServer, AThreadThatDiffersFromTheServersGetsItsOwnReaperAndTheServerStays) {
+  ensure_server();
+  const auto servers_before = our_servers();
+  ASSERT_EQ(servers_before.size(), 1u);
+  std::optional<child> a;
+  std::thread([&] {
+    ASSERT_EQ(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    a.emplace(spawn({"ready", "never-exit"}));
+  }).join();
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(read_until_line(io, *a, "ready"));
+  EXPECT_EQ(parent_of(parent_of(a->pid())), ::getpid()) << "its own reaper, exec'd by the host";
+  std::ifstream status("/proc/" + std::to_string(a->pid()) + "/status");
+  std::string line, no_new_privs;
+  while (std::getline(status, line))
+    if (line.rfind("NoNewPrivs:", 0) == 0) no_new_privs = line;
+  EXPECT_EQ(no_new_privs, "NoNewPrivs:\t1");
+  auto b = spawn({"ready", "never-exit"});
+  ASSERT_TRUE(read_until_line(io, b, "ready"));
+  EXPECT_EQ(our_servers(), servers_before) << "the server was replaced";
+  EXPECT_EQ(parent_of(parent_of(b.pid())), servers_before[0]) << "served by the server";
+  boost::system::error_code ec;
+  EXPECT_TRUE(stop(*a, ec).survivors.empty());
   EXPECT_TRUE(stop(b, ec).survivors.empty());
 }
 

@@ -293,6 +293,7 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
   bool auto_reaped = false;
   if (via_server) {
     auto started = await_reaper_start(ctl_parent.get(), *exe);
+    sweep_retired_spawn_servers();  // this request was taken: the queue of a server replaced meanwhile may be empty
     // On failure, closing the control socket (EOF) makes a reaper that is still there kill whatever it started and
     // exit; the server reaps it.
     if (!started) return started.error();

@@ -51,7 +51,12 @@ struct server_state {
   int background_error = 0;            // the last background start's errno, until take_background_start_error()
   // Servers replaced while requests of other threads were still queued on their socket: killing one then would fail
   // those spawns. Each keeps serving until its queue is empty, then is killed and reaped (sweep_retired).
-  std::vector<std::pair<unique_fd, unique_fd>> retired;  // socket, pidfd
+  struct retired_server {
+    unique_fd sock;
+    unique_fd pidfd;
+    pid_t owner = 0;  // getpid() when it was retired: a fork()ed copy of the host only closes its copies
+  };
+  std::vector<retired_server> retired;
 };
 
 // Never destroyed: a spawn from another static object's destructor must still find it, and the descriptors are meant
@@ -80,19 +85,21 @@ bool has_queued_requests(int sock) {
 // Replaces the server (see inherited_state.hpp): at once when nothing is queued for it, else once its queue is empty.
 void retire(server_state& s) {
   if (s.sock && has_queued_requests(s.sock.get())) {
-    s.retired.emplace_back(std::move(s.sock), std::move(s.pidfd));
+    s.retired.push_back({std::move(s.sock), std::move(s.pidfd), s.owner});
     reset(s, false);
   } else {
     reset(s, true);
   }
 }
 
-// Kills and reaps the retired servers that have nothing queued any more (or died).
+// Kills and reaps the retired servers that have nothing queued any more (or died). Those of the process we were
+// fork()ed from are not ours: only our copies of their descriptors are closed (closing a pidfd neither kills nor reaps).
 void sweep_retired(server_state& s) {
-  std::erase_if(s.retired, [](std::pair<unique_fd, unique_fd>& r) {
-    if (has_queued_requests(r.first.get()) && !poll_readable(r.second.get(), std::chrono::milliseconds{0}))
-      return false;
-    kill_and_reap(r.second.get());
+  const pid_t self = ::getpid();
+  std::erase_if(s.retired, [self](server_state::retired_server& r) {
+    if (r.owner != self) return true;
+    if (has_queued_requests(r.sock.get()) && !poll_readable(r.pidfd.get(), std::chrono::milliseconds{0})) return false;
+    kill_and_reap(r.pidfd.get());
     return true;
   });
 }
@@ -211,11 +218,7 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
   const inherited_snapshot inherited = inherited_state();  // outside the lock: three /proc reads
   auto& s = state();
   std::lock_guard lock(s.m);
-  if (s.sock && s.owner != ::getpid()) {  // inherited through fork(): the parent's servers, not ours
-    reset(s, false);
-    for (auto& r : s.retired) r.second.release();  // not our children: neither to kill nor to reap
-    s.retired.clear();
-  }
+  if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
   sweep_retired(s);
   if (s.sock && s.reaper != reaper) return ENOTSUP;
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
@@ -239,9 +242,14 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
   const int err = send_request(s.sock.get(), payload, request);
   if (err == 0) return 0;
   // EPIPE/ECONNRESET: the server died since the check above (its socket closes before its pidfd turns readable).
-  // Anything else (EAGAIN after the send timeout, ENOBUFS, …): it is unusable. Either way replace it; this spawn
-  // falls back to exec.
-  reset(s, true);
+  // EAGAIN after the send timeout: it is wedged. Anything else (ENOBUFS, ENOMEM, …): this request could not be sent,
+  // but those of other threads queued before it still can be taken. Either way replace it; this spawn falls back to
+  // exec.
+  if (err == EPIPE || err == ECONNRESET || err == ECONNREFUSED || err == EAGAIN || err == EWOULDBLOCK) {
+    reset(s, true);
+  } else {
+    retire(s);
+  }
   return err == EPIPE || err == ECONNRESET || err == ECONNREFUSED ? ESRCH : err;
 }
 
@@ -284,6 +292,7 @@ int start_spawn_server(const std::filesystem::path& reaper) {
   std::unique_lock lock(s.m);
   s.start_done.wait(lock, [&] { return !starting(s); });  // one posix_spawn at most
   if (s.sock && s.owner != ::getpid()) reset(s, false);
+  sweep_retired(s);
   if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
   // Started before the host changed (see send_spawn_request): replaced now rather than by the first spawn.
   if (s.sock && s.reaper == reaper && !first_difference(s.inherited.process_wide, inherited.process_wide).empty())
@@ -352,6 +361,12 @@ void start_spawn_server_in_background(const std::filesystem::path& reaper) {
   }
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (!started) run();
+}
+
+void sweep_retired_spawn_servers() {
+  auto& s = state();
+  std::lock_guard lock(s.m);
+  if (!s.retired.empty()) sweep_retired(s);
 }
 
 int take_background_start_error() {

@@ -60,6 +60,10 @@ int start_spawn_server(const std::filesystem::path& reaper);
 /// exit(). Thread-safe.
 void start_spawn_server_in_background(const std::filesystem::path& reaper);
 
+/// Kills and reaps the replaced servers whose queued requests were all taken (send_spawn_request does it too; this is
+/// for after a spawn, so that a host that stops spawning does not keep one — and its cgroup — until it exits).
+/// Thread-safe; cheap when there is none.
+void sweep_retired_spawn_servers();
 /// The errno of the last background start that failed, once (0 when none did since the last call). Thread-safe.
 int take_background_start_error();
 
