@@ -24,11 +24,11 @@
 #include <cstring>
 #include <mutex>
 #include <new>
-#include <vector>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace agenthost::process::detail {
 namespace {
@@ -127,7 +127,6 @@ struct spawned_server {
   unique_fd pidfd;  // of our child, the server
   inherited_snapshot inherited;  // what it inherited from us (inherited_state())
 };
-
 
 // Spawns `reaper --server`. Touches no shared state: a background start runs it without the lock.
 int spawn_server(const std::filesystem::path& reaper, spawned_server& out) {

@@ -41,19 +41,9 @@ class line_framer {
       : max_line_bytes_(max_line_bytes), oversize_head_bytes_(oversize_head_bytes) {}
 
   /// Movable; the moved-from framer is empty, at the start of a new stream.
-  line_framer(line_framer&& other) noexcept
-      : max_line_bytes_(other.max_line_bytes_),
-        oversize_head_bytes_(other.oversize_head_bytes_),
-        buf_(std::move(other.buf_)),
-        capacity_(std::exchange(other.capacity_, 0)),
-        begin_(std::exchange(other.begin_, 0)),
-        end_(std::exchange(other.end_, 0)),
-        scan_(std::exchange(other.scan_, 0)),
-        oversize_(std::exchange(other.oversize_, false)),
-        heads_{std::move(other.heads_[0]), std::move(other.heads_[1])},
-        cur_head_(std::exchange(other.cur_head_, 0u)),
-        oversize_total_(std::exchange(other.oversize_total_, 0)),
-        stream_start_(std::exchange(other.stream_start_, true)) {}
+  line_framer(line_framer&& other) noexcept : line_framer(other.max_line_bytes_, other.oversize_head_bytes_) {
+    *this = std::move(other);
+  }
   line_framer& operator=(line_framer&& other) noexcept {
     if (this == &other) return *this;
     max_line_bytes_ = other.max_line_bytes_;
