@@ -167,9 +167,11 @@ struct child::impl : std::enable_shared_from_this<impl> {
   bool stopping = false;
   stop_policy policy;
   clock_type::time_point stop_start{};
+  clock_type::time_point stop_deadline{};  // the end of the stop's current phase
   stop_phase phase = stop_phase::already_gone;
   std::vector<detail::handler_t<void(error_code, stop_report)>> stop_handlers;
-  std::unordered_map<int, std::uint64_t> known_members;  // pid -> start time of every member seen (not the agent)
+  // pid -> start time of every member seen (not the agent) that may still run: the roots of the later sweeps.
+  std::unordered_map<int, std::uint64_t> known_members;
   std::string tree_token;  // "AGENTHOST_TREE_TOKEN=<random>" in the agent's env: finds members that lost every link
 
   explicit impl(executor_type e, spawn_options o)
@@ -266,21 +268,31 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // costlier) runs when `thorough` or when the cheap scan finds nothing — it is what catches daemons that left the
   // session and lost their parent links. A lost reaper: the same, from the pinned agent.
   std::vector<detail::proc_entry> scan_members(bool thorough = false);
+  // Drops the known members that are gone (given `all`, a scan of every process): an agent signalled at every turn
+  // for days would otherwise keep every tool process it ever ran as a root of each sweep.
+  void forget_departed_members(const std::vector<detail::proc_entry>& all);
   error_code send_signal(int sig, signal_target target) noexcept;
   error_code send_signal_or_throw(int sig, signal_target target);
   // host_tracks_tree(): SIGKILL everything we can find; true when nothing is left.
   bool session_kill_sweep(bool thorough = false);
   bool session_tree_gone(bool thorough = false);
+  // session_tree_gone(true), false when it throws.
+  bool tree_known_gone() noexcept;
   // Session mode: reaps the leader if it exited (its status recorded); true once it is reaped.
   bool reap_leader();
 
   // ---- the three-phase stop -------------------------------------------------------------------------------------
 
   void stop(stop_policy p, detail::handler_t<void(error_code, stop_report)> h);
-  std::chrono::milliseconds stop_tick(clock_type::time_point deadline) const;
+  // How long the timer waits before the next tick of the phase that ends at stop_deadline.
+  std::chrono::milliseconds stop_tick() const;
+  // Starts a phase of `phase_length` (stop_deadline) and waits for its first tick.
   void arm_stop_timer(std::chrono::milliseconds phase_length);
-  void wait_stop_timer(clock_type::time_point deadline);
-  void on_stop_tick(clock_type::time_point deadline);
+  void wait_stop_timer();
+  // The timer's handler: on_stop_tick(), tried again 10 ms later when it throws (std::bad_alloc from a scan), so that
+  // no failure leaves a stop without a timer, i.e. never finished.
+  void run_stop_tick() noexcept;
+  void on_stop_tick();
   // The reaper is unresponsive or gone: kill what we can find below it ourselves.
   void host_side_kill_sweep();
   void finish_stop(std::vector<int> survivors);

@@ -3,7 +3,7 @@
 
 #include "linux/launch.hpp"
 
-
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +27,7 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
     on_direct_child_exit(false);
   }
   const auto all = detail::scan_processes();
+  forget_departed_members(all);
   if (mode == containment_kind::reaper && !reaper_lost) {
     if (direct_reaped) return {};  // it said "empty" and exited: nothing is left
     // Members seen now are the roots of the sweeps should the reaper die later.
@@ -64,6 +65,20 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
   for (const auto& m : now)
     if (m.pid != agent_pid) known_members.insert_or_assign(m.pid, m.start_time);  // a recycled pid: the new member
   return now;
+}
+
+void child::impl::forget_departed_members(const std::vector<detail::proc_entry>& all) {
+  if (known_members.empty()) return;
+  std::unordered_map<int, std::uint64_t> start_of;  // pid -> start time, of every process `all` could read
+  start_of.reserve(all.size());
+  for (const auto& p : all) start_of.emplace(p.pid, p.start_time);
+  std::erase_if(known_members, [&](const auto& member) {
+    const auto [pid, start] = member;
+    if (const auto it = start_of.find(pid); it != start_of.end()) return it->second != start;  // recycled pid
+    // Not in the scan: gone, or its entry was unreadable (the scan gives up on a process it cannot read, as on
+    // EMFILE). Only a free pid is proof that it is gone.
+    return ::kill(pid, 0) != 0 && errno == ESRCH;
+  });
 }
 
 error_code child::impl::send_signal(int sig, signal_target target) noexcept {
@@ -157,7 +172,7 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
   stopping = true;
   policy = std::move(p);
   stop_start = clock_type::now();
-  if (tree_gone || (host_tracks_tree() && session_tree_gone(true))) {
+  if (tree_gone || (host_tracks_tree() && tree_known_gone())) {
     tree_gone = true;
     phase = stop_phase::already_gone;
     return finish_stop({});
@@ -175,36 +190,72 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
   if (policy.interrupt_signal != 0 && send_signal(policy.interrupt_signal, policy.interrupt_target) &&
       mode == containment_kind::reaper)
     reaper_missed_command = true;
-  arm_stop_timer(policy.graceful_wait);
+  try {
+    arm_stop_timer(policy.graceful_wait);
+  } catch (...) {
+    // No timer, no stop: the exception leaves async_stop (its handler is not called) and a later stop starts afresh
+    // instead of joining one that would never end.
+    stopping = false;
+    stop_handlers.clear();
+    throw;
+  }
 }
 
-std::chrono::milliseconds child::impl::stop_tick(clock_type::time_point deadline) const {
+bool child::impl::tree_known_gone() noexcept {
+  try {
+    return session_tree_gone(true);
+  } catch (...) {  // std::bad_alloc from the scan: not known to be gone, the stop's ticks look again
+    return false;
+  }
+}
+
+std::chrono::milliseconds child::impl::stop_tick() const {
   // Gone meanwhile, inside the tick that is about to wait (the kill phase's sweep can find the reaper dead and handle
   // it there): set_tree_gone() had no wait to cancel, so the next tick must come at once, not at the phase's end.
   if (tree_gone) return std::chrono::milliseconds{0};
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(stop_deadline - clock_type::now());
   if (!host_tracks_tree()) return std::max(left, std::chrono::milliseconds{0});
   // Without a reaper there is no "tree empty" event: poll /proc.
   return std::clamp(left, std::chrono::milliseconds{0}, std::chrono::milliseconds{10});
 }
 
 void child::impl::arm_stop_timer(std::chrono::milliseconds phase_length) {
-  const auto deadline = clock_type::now() + phase_length;
-  wait_stop_timer(deadline);
+  stop_deadline = clock_type::now() + phase_length;
+  wait_stop_timer();
 }
 
-void child::impl::wait_stop_timer(clock_type::time_point deadline) {
-  stop_timer.expires_after(stop_tick(deadline));
-  stop_timer.async_wait([self = shared_from_this(), deadline](error_code) { self->on_stop_tick(deadline); });
+void child::impl::wait_stop_timer() {
+  stop_timer.expires_after(stop_tick());
+  stop_timer.async_wait([self = shared_from_this()](error_code) { self->run_stop_tick(); });
 }
 
-void child::impl::on_stop_tick(clock_type::time_point deadline) {
+void child::impl::run_stop_tick() noexcept {
+  try {
+    on_stop_tick();
+    return;
+  } catch (...) {  // std::bad_alloc: the scans allocate
+  }
+  if (!stopping) return;  // it finished before the failure
+  try {
+    log(log_level::warn, "stop: a tick failed for want of memory; trying again in 10 ms");
+  } catch (...) {
+  }
+  try {
+    stop_timer.expires_after(std::chrono::milliseconds{10});
+    stop_timer.async_wait([self = shared_from_this()](error_code) { self->run_stop_tick(); });
+  } catch (...) {  // not even the timer's wait could be had: nothing is left that would run the stop
+  }
+}
+
+void child::impl::on_stop_tick() {
   if (host_tracks_tree() && !tree_gone && session_tree_gone()) tree_gone = true;
   if (tree_gone) return finish_stop({});
   if (host_tracks_tree() && phase == stop_phase::kill) session_kill_sweep();
-  if (clock_type::now() < deadline) return wait_stop_timer(deadline);
+  if (clock_type::now() < stop_deadline) return wait_stop_timer();
   if (phase == stop_phase::interrupt) {
+    // The kill phase and its deadline first: a tick that fails below (and is tried again) resumes in it.
     phase = stop_phase::kill;
+    stop_deadline = clock_type::now() + policy.kill_wait;
     if (mode == containment_kind::reaper) {
       if (control.is_open()) {
         (void)::send(control.native_handle(), "kill", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -216,7 +267,7 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
     }
     // After the sweep, which can find the reaper dead: this kill phase is then already the host's own.
     host_had_kill_wait = host_tracks_tree();
-    return arm_stop_timer(policy.kill_wait);
+    return wait_stop_timer();
   }
   // Kill phase timed out: sweep once more ourselves and report what is left.
   host_side_kill_sweep();
@@ -225,8 +276,9 @@ void child::impl::on_stop_tick(clock_type::time_point deadline) {
   // gets a whole kill phase of its own.
   if (reaper_lost && !host_had_kill_wait) {
     host_had_kill_wait = true;
+    stop_deadline = clock_type::now() + policy.kill_wait;
     host_side_kill_sweep();
-    return arm_stop_timer(policy.kill_wait);
+    return wait_stop_timer();
   }
   std::vector<int> pids;
   for (const auto& s : survivors) pids.push_back(s.pid);

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -23,6 +24,15 @@
 #endif
 
 namespace agenthost::process::detail {
+namespace {
+
+// A directory stream closed however its walk ends (the walks allocate: a std::bad_alloc must not leak it).
+struct dir_closer {
+  void operator()(DIR* d) const noexcept { ::closedir(d); }
+};
+using unique_dir = std::unique_ptr<DIR, dir_closer>;
+
+}  // namespace
 
 bool read_proc_entry(int pid, proc_entry& out) {
   char path[64];
@@ -58,9 +68,9 @@ bool read_proc_entry(int pid, proc_entry& out) {
 
 std::vector<proc_entry> scan_processes() {
   std::vector<proc_entry> result;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return result;
-  while (const dirent* d = ::readdir(dir)) {
+  const unique_dir dir{::opendir("/proc")};
+  if (!dir) return result;
+  while (const dirent* d = ::readdir(dir.get())) {
     if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
     char* end = nullptr;
     const long pid = std::strtol(d->d_name, &end, 10);
@@ -68,7 +78,6 @@ std::vector<proc_entry> scan_processes() {
     proc_entry e;
     if (read_proc_entry(static_cast<int>(pid), e)) result.push_back(e);
   }
-  ::closedir(dir);
   return result;
 }
 
@@ -147,16 +156,14 @@ bool environ_has(const char* path, std::string_view needle, std::vector<char>& b
 bool threads_environ_has(int pid, std::string_view needle, std::vector<char>& buf) {
   char path[96];
   std::snprintf(path, sizeof path, "/proc/%d/task", pid);
-  DIR* dir = ::opendir(path);
-  if (dir == nullptr) return false;
-  bool found = false;
-  while (const dirent* d = ::readdir(dir)) {
+  const unique_dir dir{::opendir(path)};
+  if (!dir) return false;
+  while (const dirent* d = ::readdir(dir.get())) {
     if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
     std::snprintf(path, sizeof path, "/proc/%d/task/%.20s/environ", pid, d->d_name);
-    if ((found = environ_has(path, needle, buf))) break;
+    if (environ_has(path, needle, buf)) return true;
   }
-  ::closedir(dir);
-  return found;
+  return false;
 }
 
 }  // namespace
