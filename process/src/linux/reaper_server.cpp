@@ -57,6 +57,8 @@ struct server_state {
     pid_t owner = 0;  // getpid() when it was retired: a fork()ed copy of the host only closes its copies
   };
   std::vector<retired_server> retired;
+  // retired.size(), written under the lock: sweep_retired_spawn_servers() skips the lock while it is 0.
+  std::atomic<std::size_t> retired_count{0};
 };
 
 // Never destroyed: a spawn from another static object's destructor must still find it, and the descriptors are meant
@@ -86,6 +88,7 @@ bool has_queued_requests(int sock) {
 void retire(server_state& s) {
   if (s.sock && has_queued_requests(s.sock.get())) {
     s.retired.push_back({std::move(s.sock), std::move(s.pidfd), s.owner});
+    s.retired_count.store(s.retired.size(), std::memory_order_relaxed);
     reset(s, false);
   } else {
     reset(s, true);
@@ -102,6 +105,15 @@ void sweep_retired(server_state& s) {
     kill_and_reap(r.pidfd.get());
     return true;
   });
+  s.retired_count.store(s.retired.size(), std::memory_order_relaxed);
+}
+
+// Forgets what this process cannot use any more: the server of the process it was fork()ed from (not ours to kill),
+// retired servers that are done, a server that died.
+void drop_stale(server_state& s) {
+  if (s.sock && s.owner != ::getpid()) reset(s, false);
+  if (!s.retired.empty()) sweep_retired(s);
+  if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
 }
 
 // Whether a background start is under way in this process. A fork()ed copy of the host forgets its parent's: that
@@ -212,15 +224,22 @@ int send_request(int sock, const std::string& payload, const spawn_request& r) {
 }  // namespace
 
 int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request, std::string* why) {
+  auto& s = state();
+  {
+    // No server to send to (none yet, one starting, not ready, another reaper's): the answer needs no snapshot.
+    std::lock_guard lock(s.m);
+    drop_stale(s);
+    if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
+    if (!s.sock) return ESRCH;
+    if (s.reaper != reaper) return ENOTSUP;
+    if (!check_ready(s)) return EINPROGRESS;
+  }
   const std::string payload = encode_spawn_payload(request.executable.string(), request.working_directory.string(),
                                                    request.argv, request.envp);
   const inherited_snapshot inherited = inherited_state();  // outside the lock: three /proc reads
-  auto& s = state();
   std::lock_guard lock(s.m);
-  if (s.sock && s.owner != ::getpid()) reset(s, false);  // inherited through fork(): the parent's server, not ours
-  sweep_retired(s);
+  drop_stale(s);  // again: another thread may have replaced the server meanwhile
   if (s.sock && s.reaper != reaper) return ENOTSUP;
-  if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
   if (s.sock) {
     // See inherited_state.hpp. The host changed since the server started: its agents would not get the change. This
     // spawn starts its own reaper (which inherits from us) and the server is started again, from now.
@@ -237,7 +256,7 @@ int send_spawn_request(const std::filesystem::path& reaper, const spawn_request&
   }
   if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
   if (!s.sock) return ESRCH;
-  if (!check_ready(s)) return EINPROGRESS;
+  if (!s.ready && !check_ready(s)) return EINPROGRESS;  // the "ready" packets were read in the first look
   const int err = send_request(s.sock.get(), payload, request);
   if (err == 0) return 0;
   // EPIPE/ECONNRESET: the server died since the check above (its socket closes before its pidfd turns readable).
@@ -290,9 +309,7 @@ int start_spawn_server(const std::filesystem::path& reaper) {
   auto& s = state();
   std::unique_lock lock(s.m);
   s.start_done.wait(lock, [&] { return !starting(s); });  // one posix_spawn at most
-  if (s.sock && s.owner != ::getpid()) reset(s, false);
-  sweep_retired(s);
-  if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
+  drop_stale(s);
   // Started before the host changed (see send_spawn_request): replaced now rather than by the first spawn.
   if (s.sock && s.reaper == reaper && !first_difference(s.inherited.process_wide, inherited.process_wide).empty())
     retire(s);
@@ -340,8 +357,7 @@ void start_spawn_server_in_background(const std::filesystem::path& reaper) {
   };
   {
     std::lock_guard lock(s.m);
-    if (s.sock && s.owner != ::getpid()) reset(s, false);
-    if (s.sock && poll_readable(s.pidfd.get(), std::chrono::milliseconds{0})) reset(s, true);
+    drop_stale(s);
     if (s.sock || starting(s)) return;
     s.starting_reaper = reaper;  // may throw: before the mark
     s.starting_owner = ::getpid();
@@ -364,6 +380,7 @@ void start_spawn_server_in_background(const std::filesystem::path& reaper) {
 
 void sweep_retired_spawn_servers() {
   auto& s = state();
+  if (s.retired_count.load(std::memory_order_relaxed) == 0) return;  // one retired just now: the next sweep's
   std::lock_guard lock(s.m);
   if (!s.retired.empty()) sweep_retired(s);
 }
