@@ -289,13 +289,17 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // Starts a phase of `phase_length` (stop_deadline) and waits for its first tick.
   void arm_stop_timer(std::chrono::milliseconds phase_length);
   void wait_stop_timer();
-  // The timer's handler: on_stop_tick(), tried again 10 ms later when it throws (std::bad_alloc from a scan), so that
-  // no failure leaves a stop without a timer, i.e. never finished.
-  void run_stop_tick() noexcept;
+  // The timer's handler: on_stop_tick(), tried again 10 ms later when it throws std::bad_alloc (from a scan or the
+  // completion's post), so that running out of memory does not leave a stop without a timer, i.e. never finished.
+  void run_stop_tick();
   void on_stop_tick();
   // The reaper is unresponsive or gone: kill what we can find below it ourselves.
   void host_side_kill_sweep();
+  // Completes every stop handler with the report (one post; on an exception they are all still in stop_handlers).
   void finish_stop(std::vector<int> survivors);
+  // From stop(): finish_stop(), or on an exception undo_stop_start() and rethrow.
+  void finish_stop_or_undo(std::vector<int> survivors);
+  void undo_stop_start() noexcept;
 
   // ---- destruction --------------------------------------------------------------------------------------------
 

@@ -175,7 +175,7 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
   if (tree_gone || (host_tracks_tree() && tree_known_gone())) {
     tree_gone = true;
     phase = stop_phase::already_gone;
-    return finish_stop({});
+    return finish_stop_or_undo({});
   }
   phase = stop_phase::interrupt;
   if (!policy.interrupt_bytes.empty() && stdin_open && opts.stdin_mode == stdin_kind::pipe) {
@@ -193,12 +193,25 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
   try {
     arm_stop_timer(policy.graceful_wait);
   } catch (...) {
-    // No timer, no stop: the exception leaves async_stop (its handler is not called) and a later stop starts afresh
-    // instead of joining one that would never end.
-    stopping = false;
-    stop_handlers.clear();
+    undo_stop_start();
     throw;
   }
+}
+
+void child::impl::finish_stop_or_undo(std::vector<int> survivors) {
+  try {
+    finish_stop(std::move(survivors));
+  } catch (...) {
+    undo_stop_start();
+    throw;
+  }
+}
+
+void child::impl::undo_stop_start() noexcept {
+  // No timer and no completion posted: the exception (no memory) leaves async_stop, whose handler is not called, and a
+  // later stop starts afresh instead of joining one that would never end.
+  stopping = false;
+  stop_handlers.clear();
 }
 
 bool child::impl::tree_known_gone() noexcept {
@@ -229,11 +242,11 @@ void child::impl::wait_stop_timer() {
   stop_timer.async_wait([self = shared_from_this()](error_code) { self->run_stop_tick(); });
 }
 
-void child::impl::run_stop_tick() noexcept {
+void child::impl::run_stop_tick() {
   try {
     on_stop_tick();
     return;
-  } catch (...) {  // std::bad_alloc: the scans allocate
+  } catch (const std::bad_alloc&) {  // the scans and the completion's post allocate
   }
   if (!stopping) return;  // it finished before the failure
   try {
@@ -253,7 +266,7 @@ void child::impl::on_stop_tick() {
   if (host_tracks_tree() && phase == stop_phase::kill) session_kill_sweep();
   if (clock_type::now() < stop_deadline) return wait_stop_timer();
   if (phase == stop_phase::interrupt) {
-    // The kill phase and its deadline first: a tick that fails below (and is tried again) resumes in it.
+    // The kill phase and a deadline first: a tick that fails below (and is tried again) resumes in it.
     phase = stop_phase::kill;
     stop_deadline = clock_type::now() + policy.kill_wait;
     if (mode == containment_kind::reaper) {
@@ -265,8 +278,10 @@ void child::impl::on_stop_tick() {
     } else {
       session_kill_sweep(true);
     }
-    // After the sweep, which can find the reaper dead: this kill phase is then already the host's own.
+    // After the sweep, which can find the reaper dead: this kill phase is then already the host's own. kill_wait
+    // counts from after the sweep (a thorough one reads every process's environment).
     host_had_kill_wait = host_tracks_tree();
+    stop_deadline = clock_type::now() + policy.kill_wait;
     return wait_stop_timer();
   }
   // Kill phase timed out: sweep once more ourselves and report what is left.
@@ -278,6 +293,7 @@ void child::impl::on_stop_tick() {
     host_had_kill_wait = true;
     stop_deadline = clock_type::now() + policy.kill_wait;
     host_side_kill_sweep();
+    stop_deadline = clock_type::now() + policy.kill_wait;  // from after the sweep; the one above is for a retry
     return wait_stop_timer();
   }
   std::vector<int> pids;
@@ -309,9 +325,29 @@ void child::impl::finish_stop(std::vector<int> survivors) {
   const error_code ec = r.survivors.empty() ? error_code{} : make_error_code(errc::stop_incomplete);
   if (!r.survivors.empty())
     log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived");
-  auto handlers = std::move(stop_handlers);
+  // One post completes every handler, and they leave stop_handlers only once it is made: a post that runs out of
+  // memory throws with all of them still here, for the stop's next try (run_stop_tick) or the caller (stop()).
+  struct finished {
+    std::vector<handler_t<void(error_code, stop_report)>> handlers;
+    error_code ec;
+    stop_report report;
+  };
+  auto done = std::make_shared<finished>(finished{{}, ec, std::move(r)});
+  boost::asio::post(ex, [done, fallback = ex] {
+    for (std::size_t i = 0; i < done->handlers.size(); ++i) {
+      auto& h = done->handlers[i];
+      // On the handler's executor: inline when that is ours (we run on it), else one hop.
+      const auto hex = boost::asio::get_associated_executor(h, fallback);
+      const bool last = i + 1 == done->handlers.size();
+      boost::asio::dispatch(hex, [h = std::move(h), ec = done->ec,
+                                  report = last ? std::move(done->report) : done->report]() mutable {
+        std::move(h)(ec, std::move(report));
+      });
+    }
+  });
+  for (auto& h : stop_handlers) boost::asio::get_associated_cancellation_slot(h).clear();
+  done->handlers = std::move(stop_handlers);  // the post never runs its function inline
   stop_handlers.clear();
-  for (auto& h : handlers) post_completion(std::move(h), ex, ec, r);
   // A later stop reports "already gone" (or tries again if something survived).
   stopping = false;
 }

@@ -2,11 +2,13 @@
 // again, so the stop still ends with nothing of the tree left, and the exception never leaves io_context::run().
 //
 // This test program replaces the global operator new and delete (every form but the aligned ones, all together so
-// that no block crosses allocators): a test can make one of this thread's next allocations fail.
+// that no block crosses allocators) and aligned_alloc (Boost.Asio's handler memory): a test can make one of this
+// thread's next allocations fail.
 #include "test_util.hpp"
 
 #include <agenthost/process/child.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -23,7 +25,19 @@ void* test_malloc(std::size_t size) noexcept {
   if (t_fail_after > 0) --t_fail_after;
   return std::malloc(size == 0 ? 1 : size);
 }
+// The same for aligned_alloc: Asio allocates its operations (a post, a timer's wait) with it.
+thread_local int t_fail_aligned_after = -1;
 }  // namespace
+
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+  if (t_fail_aligned_after == 0) {
+    t_fail_aligned_after = -1;
+    return nullptr;
+  }
+  if (t_fail_aligned_after > 0) --t_fail_aligned_after;
+  void* p = nullptr;
+  return ::posix_memalign(&p, std::max(alignment, sizeof(void*)), size == 0 ? 1 : size) == 0 ? p : nullptr;
+}
 
 void* operator new(std::size_t size) {
   if (void* p = test_malloc(size)) return p;
@@ -90,6 +104,89 @@ TEST(StopUnderMemoryPressure, ATickThatRunsOutOfMemoryIsTriedAgainAndTheStopEnds
   EXPECT_TRUE(r->survivors.empty());
   EXPECT_TRUE(fifo.wait_eof(std::chrono::seconds{1}));
   kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+}
+
+TEST(StopUnderMemoryPressure, AStopWhoseCompletionCannotBePostedCompletesOnTheNextTry) {
+  // Every handler the io_context runs finds no memory for its first Asio operation, three times: the stop's timer
+  // waits and the post of its completion fail in turn (Asio recycles an operation's memory, so a wait that reuses
+  // its predecessor's does not allocate). Whatever failed, the stop must still complete its handler, once.
+  asio::io_context io;
+  const std::string token = random_token();
+  liveness_fifo fifo;
+  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                             .args = {"ignore-sigint", "ready", "never-exit"},
+                                             .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
+                                                             {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
+                                             .containment = containment_kind::session});
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(read_until_line(io, *c, "ready"));
+
+  int completions = 0;
+  std::optional<stop_report> r;
+  c->async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{30}, .kill_wait = std::chrono::seconds{3}},
+                [&](boost::system::error_code, stop_report rep) {
+                  ++completions;
+                  r = rep;
+                });
+  int escaped = 0, failed_allocations = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!r && failed_allocations < 3 && std::chrono::steady_clock::now() < deadline) {
+    t_fail_aligned_after = 0;
+    try {
+      io.run_one_for(std::chrono::milliseconds{100});
+    } catch (const std::bad_alloc&) {
+      ++escaped;
+    }
+    failed_allocations += t_fail_aligned_after == -1 ? 1 : 0;
+    t_fail_aligned_after = -1;
+  }
+  EXPECT_GT(failed_allocations, 0) << "no Asio operation was allocated: the test did not test anything";
+  EXPECT_EQ(escaped, 0) << "a std::bad_alloc of the stop left io_context::run_one_for()";
+  ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }, std::chrono::seconds{10}))
+      << "the stop's handler was never called: a failed post lost it";
+  EXPECT_TRUE(r->survivors.empty());
+  EXPECT_TRUE(fifo.wait_eof(std::chrono::seconds{1}));
+  io.restart();
+  io.poll();
+  EXPECT_EQ(completions, 1);
+  kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
+}
+
+TEST(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterStopStillCompletes) {
+  asio::io_context io;
+  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                             .args = {"exit", "0"},
+                                             .containment = containment_kind::session});
+  ASSERT_TRUE(c) << c.error().message;
+  std::optional<stop_report> first;
+  c->async_stop({}, [&](boost::system::error_code, stop_report rep) { first = rep; });
+  ASSERT_TRUE(run_until(io, [&] { return first.has_value(); }));
+
+  // The tree is gone: a stop completes at once, through Asio operations (the handler's wrapper, a post) that find no
+  // memory, the first, the second, …: async_stop either throws (and its handler is not called) or completes it. Either
+  // way a later stop completes instead of joining one that would never end.
+  int failures = 0;
+  for (int k = 0; k < 20; ++k) {
+    bool threw = false, called = false;
+    t_fail_aligned_after = k;
+    try {
+      c->async_stop({}, [&](boost::system::error_code, stop_report) { called = true; });
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    const bool failed = t_fail_aligned_after == -1;
+    t_fail_aligned_after = -1;
+    if (!failed) break;  // async_stop makes fewer than k + 1 such allocations
+    ++failures;
+    run_until(io, [&] { return called; }, std::chrono::milliseconds{200});
+    EXPECT_NE(threw, called) << "allocation " << k << ": async_stop must either throw or complete";
+    std::optional<stop_report> later;
+    c->async_stop({}, [&](boost::system::error_code, stop_report rep) { later = rep; });
+    ASSERT_TRUE(run_until(io, [&] { return later.has_value(); }, std::chrono::seconds{5}))
+        << "allocation " << k << ": a later stop never completed";
+    EXPECT_EQ(later->phase, stop_phase::already_gone);
+  }
+  EXPECT_GE(failures, 2) << "async_stop allocated too little for the test to test anything";
 }
 
 }  // namespace

@@ -57,8 +57,6 @@ struct server_state {
     pid_t owner = 0;  // getpid() when it was retired: a fork()ed copy of the host only closes its copies
   };
   std::vector<retired_server> retired;
-  // retired.size(), written under the lock: sweep_retired_spawn_servers() skips the lock while it is 0.
-  std::atomic<std::size_t> retired_count{0};
 };
 
 // Never destroyed: a spawn from another static object's destructor must still find it, and the descriptors are meant
@@ -88,8 +86,7 @@ bool has_queued_requests(int sock) {
 void retire(server_state& s) {
   if (s.sock && has_queued_requests(s.sock.get())) {
     s.retired.push_back({std::move(s.sock), std::move(s.pidfd), s.owner});
-    s.retired_count.store(s.retired.size(), std::memory_order_relaxed);
-    reset(s, false);
+      reset(s, false);
   } else {
     reset(s, true);
   }
@@ -105,7 +102,6 @@ void sweep_retired(server_state& s) {
     kill_and_reap(r.pidfd.get());
     return true;
   });
-  s.retired_count.store(s.retired.size(), std::memory_order_relaxed);
 }
 
 // Forgets what this process cannot use any more: the server of the process it was fork()ed from (not ours to kill),
@@ -380,7 +376,6 @@ void start_spawn_server_in_background(const std::filesystem::path& reaper) {
 
 void sweep_retired_spawn_servers() {
   auto& s = state();
-  if (s.retired_count.load(std::memory_order_relaxed) == 0) return;  // one retired just now: the next sweep's
   std::lock_guard lock(s.m);
   if (!s.retired.empty()) sweep_retired(s);
 }
