@@ -297,6 +297,14 @@ struct child::impl : std::enable_shared_from_this<impl> {
   void host_side_kill_sweep();
   // Completes every stop handler with the report (one post; on an exception they are all still in stop_handlers).
   void finish_stop(std::vector<int> survivors);
+  // A finished stop's handlers, each with its report, completed in order from `next` by complete_stop_handlers().
+  struct finished_stop {
+    std::vector<detail::handler_t<void(error_code, stop_report)>> handlers;
+    std::vector<stop_report> reports;  // reports[i] for handlers[i]
+    error_code ec;
+    std::size_t next = 0;
+  };
+  static void complete_stop_handlers(const std::shared_ptr<finished_stop>& done, const executor_type& fallback);
   // From stop(): finish_stop(), or on an exception undo_stop_start() and rethrow.
   void finish_stop_or_undo(std::vector<int> survivors);
   void undo_stop_start() noexcept;

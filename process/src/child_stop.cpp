@@ -314,6 +314,25 @@ void child::impl::host_side_kill_sweep() {
   for (const auto& m : scan_members()) detail::signal_process(m, SIGKILL);
 }
 
+void child::impl::complete_stop_handlers(const std::shared_ptr<finished_stop>& done, const executor_type& fallback) {
+  while (done->next < done->handlers.size()) {
+    const std::size_t i = done->next++;
+    auto& h = done->handlers[i];
+    const auto hex = boost::asio::get_associated_executor(h, fallback);
+    try {
+      // Inline when the handler's executor is ours (we run on it), else one hop.
+      boost::asio::dispatch(hex, [h = std::move(h), ec = done->ec, report = std::move(done->reports[i])]() mutable {
+        std::move(h)(ec, std::move(report));
+      });
+    } catch (...) {
+      // A handler that threw, or a hop that found no memory: the others get a post of their own, made first.
+      if (done->next < done->handlers.size())
+        boost::asio::post(fallback, [done, fallback] { complete_stop_handlers(done, fallback); });
+      throw;
+    }
+  }
+}
+
 void child::impl::finish_stop(std::vector<int> survivors) {
   stop_timer.cancel();
   stop_report r;
@@ -323,31 +342,27 @@ void child::impl::finish_stop(std::vector<int> survivors) {
   r.leader_status = leader_status;
   r.survivors = std::move(survivors);
   const error_code ec = r.survivors.empty() ? error_code{} : make_error_code(errc::stop_incomplete);
-  if (!r.survivors.empty())
-    log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived");
-  // One post completes every handler, and they leave stop_handlers only once it is made: a post that runs out of
-  // memory throws with all of them still here, for the stop's next try (run_stop_tick) or the caller (stop()).
-  struct finished {
-    std::vector<handler_t<void(error_code, stop_report)>> handlers;
-    error_code ec;
-    stop_report report;
-  };
-  auto done = std::make_shared<finished>(finished{{}, ec, std::move(r)});
-  boost::asio::post(ex, [done, fallback = ex] {
-    for (std::size_t i = 0; i < done->handlers.size(); ++i) {
-      auto& h = done->handlers[i];
-      // On the handler's executor: inline when that is ours (we run on it), else one hop.
-      const auto hex = boost::asio::get_associated_executor(h, fallback);
-      const bool last = i + 1 == done->handlers.size();
-      boost::asio::dispatch(hex, [h = std::move(h), ec = done->ec,
-                                  report = last ? std::move(done->report) : done->report]() mutable {
-        std::move(h)(ec, std::move(report));
-      });
+  if (!r.survivors.empty()) {
+    try {
+      log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived");
+    } catch (...) {  // the logger's (or the message's allocation): the report still goes to every handler
     }
-  });
-  for (auto& h : stop_handlers) boost::asio::get_associated_cancellation_slot(h).clear();
-  done->handlers = std::move(stop_handlers);  // the post never runs its function inline
+  }
+  // Everything that allocates comes before the one post that completes the handlers, and they are given back to
+  // stop_handlers when it fails: running out of memory leaves them all for the stop's next try (run_stop_tick) or
+  // the caller (stop()), never lost.
+  auto done = std::make_shared<finished_stop>();
+  done->ec = ec;
+  done->reports.assign(stop_handlers.size() > 1 ? stop_handlers.size() - 1 : 0, r);
+  done->reports.push_back(std::move(r));
+  done->handlers = std::move(stop_handlers);
   stop_handlers.clear();
+  try {
+    boost::asio::post(ex, [done, fallback = ex] { complete_stop_handlers(done, fallback); });
+  } catch (...) {
+    stop_handlers = std::move(done->handlers);
+    throw;
+  }
   // A later stop reports "already gone" (or tries again if something survived).
   stopping = false;
 }

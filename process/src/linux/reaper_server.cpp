@@ -86,7 +86,7 @@ bool has_queued_requests(int sock) {
 void retire(server_state& s) {
   if (s.sock && has_queued_requests(s.sock.get())) {
     s.retired.push_back({std::move(s.sock), std::move(s.pidfd), s.owner});
-      reset(s, false);
+    reset(s, false);
   } else {
     reset(s, true);
   }
