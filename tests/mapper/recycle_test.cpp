@@ -2,6 +2,7 @@
 // transcript of every agent, also when the consumer modified the messages it handed back), reuses their storage (a
 // steady stream allocates nothing), and keeps no large buffer. And object_writer, which refills a recycled message's
 // content in place.
+#include "../common/replace_operator_new.hpp"
 #include "mapper_test_util.hpp"
 #include "message_reuse.hpp"
 #include "ondemand_util.hpp"
@@ -22,39 +23,16 @@
 #include <new>
 
 // Counts this thread's allocations while a test asks for it (allocations_in): this test program replaces the global
-// operator new and delete, every form but the aligned ones (those keep the library's pair, which nothing here mixes
-// with these). All forms are replaced together so that no block crosses allocators (AddressSanitizer checks that).
+// operator new and delete (replace_operator_new.hpp).
 namespace {
 thread_local bool t_counting = false;
 thread_local std::size_t t_allocations = 0;
-
-void* counted_malloc(std::size_t size) noexcept {
-  if (t_counting) ++t_allocations;
-  return std::malloc(size == 0 ? 1 : size);
-}
 }  // namespace
 
-void* operator new(std::size_t size) {
-  if (void* p = counted_malloc(size)) return p;
-  throw std::bad_alloc();
+void* test_malloc(std::size_t size) noexcept {
+  if (t_counting) ++t_allocations;
+  return std::malloc(size);
 }
-void* operator new[](std::size_t size) { return ::operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted_malloc(size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_malloc(size); }
-// GCC takes the free() below for a mismatch with the new-expressions it sees inlined; it is this operator new's pair.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 namespace agenthost::mapper::test {
 namespace {

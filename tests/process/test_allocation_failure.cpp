@@ -1,9 +1,9 @@
 // The stop under memory pressure: a stop tick whose allocation fails (std::bad_alloc from a /proc scan) is tried
 // again, so the stop still ends with nothing of the tree left, and the exception never leaves io_context::run().
 //
-// This test program replaces the global operator new and delete (every form but the aligned ones, all together so
-// that no block crosses allocators) and aligned_alloc (Boost.Asio's handler memory): a test can make one of this
-// thread's next allocations fail.
+// This test program replaces the global operator new and delete (replace_operator_new.hpp) and aligned_alloc
+// (Boost.Asio's handler memory): a test can make one of this thread's next allocations fail.
+#include "../common/replace_operator_new.hpp"
 #include "test_util.hpp"
 
 #include <agenthost/process/child.hpp>
@@ -16,50 +16,27 @@
 namespace {
 // This thread's allocations to let through before one fails (then none fails again); -1: none fails.
 thread_local int t_fail_after = -1;
-
-void* test_malloc(std::size_t size) noexcept {
-  if (t_fail_after == 0) {
-    t_fail_after = -1;
-    return nullptr;
-  }
-  if (t_fail_after > 0) --t_fail_after;
-  return std::malloc(size == 0 ? 1 : size);
-}
 // The same for aligned_alloc: Asio allocates its operations (a post, a timer's wait) with it.
 thread_local int t_fail_aligned_after = -1;
+
+// Whether the next allocation of a countdown fails (and ends the countdown).
+bool fails_now(int& countdown) noexcept {
+  if (countdown == 0) {
+    countdown = -1;
+    return true;
+  }
+  if (countdown > 0) --countdown;
+  return false;
+}
 }  // namespace
 
+void* test_malloc(std::size_t size) noexcept { return fails_now(t_fail_after) ? nullptr : std::malloc(size); }
+
 extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
-  if (t_fail_aligned_after == 0) {
-    t_fail_aligned_after = -1;
-    return nullptr;
-  }
-  if (t_fail_aligned_after > 0) --t_fail_aligned_after;
+  if (fails_now(t_fail_aligned_after)) return nullptr;
   void* p = nullptr;
   return ::posix_memalign(&p, std::max(alignment, sizeof(void*)), size == 0 ? 1 : size) == 0 ? p : nullptr;
 }
-
-void* operator new(std::size_t size) {
-  if (void* p = test_malloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return ::operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return test_malloc(size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return test_malloc(size); }
-// GCC takes the free() below for a mismatch with the new-expressions it sees inlined; it is this operator new's pair.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 using namespace agenthost;
 using namespace agenthost::process;
@@ -67,21 +44,33 @@ using namespace agenthost::test;
 
 namespace {
 
-TEST(StopUnderMemoryPressure, ATickThatRunsOutOfMemoryIsTriedAgainAndTheStopEnds) {
-  // Session containment: the host polls the tree itself, every tick scans /proc (and allocates).
+// An agent that ignores SIGINT under session containment: the host polls its tree itself, and every stop tick scans
+// /proc (and allocates).
+class StopUnderMemoryPressure : public ::testing::Test {
+ protected:
+  void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
+
+  child spawn_ready() {
+    auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                               .args = {"ignore-sigint", "ready", "never-exit"},
+                                               .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
+                                                               {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
+                                               .containment = containment_kind::session});
+    if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
+    if (!read_until_line(io, *c, "ready")) throw std::runtime_error("no \"ready\" from the agent");
+    return std::move(*c);
+  }
+
   asio::io_context io;
-  const std::string token = random_token();
+  std::string token = random_token();
   liveness_fifo fifo;
-  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
-                                             .args = {"ignore-sigint", "ready", "never-exit"},
-                                             .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
-                                                             {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
-                                             .containment = containment_kind::session});
-  ASSERT_TRUE(c) << c.error().message;
-  ASSERT_TRUE(read_until_line(io, *c, "ready"));
+};
+
+TEST_F(StopUnderMemoryPressure, ATickThatRunsOutOfMemoryIsTriedAgainAndTheStopEnds) {
+  auto c = spawn_ready();
 
   std::optional<stop_report> r;
-  c->async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{100}, .kill_wait = std::chrono::seconds{3}},
+  c.async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{100}, .kill_wait = std::chrono::seconds{3}},
                 [&](boost::system::error_code, stop_report rep) { r = rep; });
   // Each of the stop's first six ticks finds no memory for one of its allocations: the first, the third, … the
   // eleventh (a different place of the tick each time; under AddressSanitizer, whatever a failure leaks is reported).
@@ -103,27 +92,17 @@ TEST(StopUnderMemoryPressure, ATickThatRunsOutOfMemoryIsTriedAgainAndTheStopEnds
   EXPECT_EQ(r->phase, stop_phase::kill);
   EXPECT_TRUE(r->survivors.empty());
   EXPECT_TRUE(fifo.wait_eof(std::chrono::seconds{1}));
-  kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
 }
 
-TEST(StopUnderMemoryPressure, AStopWhoseCompletionCannotBePostedCompletesOnTheNextTry) {
+TEST_F(StopUnderMemoryPressure, AStopWhoseCompletionCannotBePostedCompletesOnTheNextTry) {
   // Every handler the io_context runs finds no memory for its first Asio operation, three times: the stop's timer
   // waits and the post of its completion fail in turn (Asio recycles an operation's memory, so a wait that reuses
   // its predecessor's does not allocate). Whatever failed, the stop must still complete its handler, once.
-  asio::io_context io;
-  const std::string token = random_token();
-  liveness_fifo fifo;
-  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
-                                             .args = {"ignore-sigint", "ready", "never-exit"},
-                                             .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
-                                                             {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
-                                             .containment = containment_kind::session});
-  ASSERT_TRUE(c) << c.error().message;
-  ASSERT_TRUE(read_until_line(io, *c, "ready"));
+  auto c = spawn_ready();
 
   int completions = 0;
   std::optional<stop_report> r;
-  c->async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{30}, .kill_wait = std::chrono::seconds{3}},
+  c.async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{30}, .kill_wait = std::chrono::seconds{3}},
                 [&](boost::system::error_code, stop_report rep) {
                   ++completions;
                   r = rep;
@@ -149,11 +128,9 @@ TEST(StopUnderMemoryPressure, AStopWhoseCompletionCannotBePostedCompletesOnTheNe
   io.restart();
   io.poll();
   EXPECT_EQ(completions, 1);
-  kill_leftovers("AGENTHOST_TEST_TOKEN=" + token);
 }
 
-TEST(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterStopStillCompletes) {
-  asio::io_context io;
+TEST_F(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterStopStillCompletes) {
   auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
                                              .args = {"exit", "0"},
                                              .containment = containment_kind::session});
