@@ -284,6 +284,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // ---- the three-phase stop -------------------------------------------------------------------------------------
 
   void stop(stop_policy p, detail::handler_t<void(error_code, stop_report)> h);
+  // stop()'s first step: the interrupt and the graceful wait's timer, or the completion when the tree is gone.
+  void start_stop(stop_policy p);
   // How long the timer waits before the next tick of the phase that ends at stop_deadline.
   std::chrono::milliseconds stop_tick() const;
   // Starts a phase of `phase_length` (stop_deadline) and waits for its first tick.
@@ -305,9 +307,6 @@ struct child::impl : std::enable_shared_from_this<impl> {
     std::size_t next = 0;
   };
   static void complete_stop_handlers(const std::shared_ptr<finished_stop>& done, const executor_type& fallback);
-  // From stop(): finish_stop(), or on an exception undo_stop_start() and rethrow.
-  void finish_stop_or_undo(std::vector<int> survivors);
-  void undo_stop_start() noexcept;
 
   // ---- destruction --------------------------------------------------------------------------------------------
 

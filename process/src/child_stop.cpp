@@ -170,12 +170,24 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
   stop_handlers.push_back(std::move(h));
   if (stopping) return;  // joins the running stop
   stopping = true;
+  try {
+    start_stop(std::move(p));
+  } catch (...) {
+    // No timer armed and no completion posted (no memory): the exception leaves async_stop, whose handler is not
+    // called, and a later stop starts afresh instead of joining one that would never end.
+    stopping = false;
+    stop_handlers.clear();
+    throw;
+  }
+}
+
+void child::impl::start_stop(stop_policy p) {
   policy = std::move(p);
   stop_start = clock_type::now();
   if (tree_gone || (host_tracks_tree() && tree_known_gone())) {
     tree_gone = true;
     phase = stop_phase::already_gone;
-    return finish_stop_or_undo({});
+    return finish_stop({});
   }
   phase = stop_phase::interrupt;
   if (!policy.interrupt_bytes.empty() && stdin_open && opts.stdin_mode == stdin_kind::pipe) {
@@ -190,28 +202,7 @@ void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h
   if (policy.interrupt_signal != 0 && send_signal(policy.interrupt_signal, policy.interrupt_target) &&
       mode == containment_kind::reaper)
     reaper_missed_command = true;
-  try {
-    arm_stop_timer(policy.graceful_wait);
-  } catch (...) {
-    undo_stop_start();
-    throw;
-  }
-}
-
-void child::impl::finish_stop_or_undo(std::vector<int> survivors) {
-  try {
-    finish_stop(std::move(survivors));
-  } catch (...) {
-    undo_stop_start();
-    throw;
-  }
-}
-
-void child::impl::undo_stop_start() noexcept {
-  // No timer and no completion posted: the exception (no memory) leaves async_stop, whose handler is not called, and a
-  // later stop starts afresh instead of joining one that would never end.
-  stopping = false;
-  stop_handlers.clear();
+  arm_stop_timer(policy.graceful_wait);
 }
 
 bool child::impl::tree_known_gone() noexcept {

@@ -217,42 +217,42 @@ int send_request(int sock, const std::string& payload, const spawn_request& r) {
   return send_with_fds(sock, inline_part, std::span<const int>(fds, nfds));
 }
 
+// Under the lock: 0 when this process has a ready server for `reaper`, else why not: ESRCH (none), EINPROGRESS (one
+// is starting, or not ready yet), ENOTSUP (it is another reaper's).
+int server_unusable(server_state& s, const std::filesystem::path& reaper) {
+  drop_stale(s);
+  if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
+  if (!s.sock) return ESRCH;
+  if (s.reaper != reaper) return ENOTSUP;
+  return check_ready(s) ? 0 : EINPROGRESS;
+}
+
 }  // namespace
 
 int send_spawn_request(const std::filesystem::path& reaper, const spawn_request& request, std::string* why) {
   auto& s = state();
   {
-    // No server to send to (none yet, one starting, not ready, another reaper's): the answer needs no snapshot.
+    // No server to send to: the answer needs no snapshot.
     std::lock_guard lock(s.m);
-    drop_stale(s);
-    if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
-    if (!s.sock) return ESRCH;
-    if (s.reaper != reaper) return ENOTSUP;
-    if (!check_ready(s)) return EINPROGRESS;
+    if (const int e = server_unusable(s, reaper); e != 0) return e;
   }
   const std::string payload = encode_spawn_payload(request.executable.string(), request.working_directory.string(),
                                                    request.argv, request.envp);
   const inherited_snapshot inherited = inherited_state();  // outside the lock: three /proc reads
   std::lock_guard lock(s.m);
-  drop_stale(s);  // again: another thread may have replaced the server meanwhile
-  if (s.sock && s.reaper != reaper) return ENOTSUP;
-  if (s.sock) {
-    // See inherited_state.hpp. The host changed since the server started: its agents would not get the change. This
-    // spawn starts its own reaper (which inherits from us) and the server is started again, from now.
-    if (auto what = first_difference(s.inherited.process_wide, inherited.process_wide); !what.empty()) {
-      if (why != nullptr) *why = "the host's " + what + " changed since the server started: replacing it";
-      retire(s);
-      return ESRCH;
-    }
-    // Only this thread differs from the one that started the server: not a reason to replace it.
-    if (auto what = first_difference(s.inherited.per_thread, inherited.per_thread); !what.empty()) {
-      if (why != nullptr) *why = "this thread's " + what + " differs from the server's";
-      return spawn_server_thread_differs;
-    }
+  if (const int e = server_unusable(s, reaper); e != 0) return e;  // again: another thread may have replaced it
+  // See inherited_state.hpp. The host changed since the server started: its agents would not get the change. This
+  // spawn starts its own reaper (which inherits from us) and the server is started again, from now.
+  if (auto what = first_difference(s.inherited.process_wide, inherited.process_wide); !what.empty()) {
+    if (why != nullptr) *why = "the host's " + what + " changed since the server started: replacing it";
+    retire(s);
+    return ESRCH;
   }
-  if (!s.sock && starting(s)) return s.starting_reaper == reaper ? EINPROGRESS : ENOTSUP;
-  if (!s.sock) return ESRCH;
-  if (!s.ready && !check_ready(s)) return EINPROGRESS;  // the "ready" packets were read in the first look
+  // Only this thread differs from the one that started the server: not a reason to replace it.
+  if (auto what = first_difference(s.inherited.per_thread, inherited.per_thread); !what.empty()) {
+    if (why != nullptr) *why = "this thread's " + what + " differs from the server's";
+    return spawn_server_thread_differs;
+  }
   const int err = send_request(s.sock.get(), payload, request);
   if (err == 0) return 0;
   // EPIPE/ECONNRESET: the server died since the check above (its socket closes before its pidfd turns readable).
