@@ -61,9 +61,24 @@ class StopUnderMemoryPressure : public ::testing::Test {
     return std::move(*c);
   }
 
+  // Runs one handler of `io` with the allocation after `n` others of `countdown` failing; true when it failed (the
+  // handler allocated that much). A std::bad_alloc that leaves run_one_for() counts in `escaped`.
+  bool run_one_failing(int& countdown, int n, std::chrono::milliseconds timeout) {
+    countdown = n;
+    try {
+      io.run_one_for(timeout);
+    } catch (const std::bad_alloc&) {
+      ++escaped;
+    }
+    const bool failed = countdown == -1;
+    countdown = -1;
+    return failed;
+  }
+
   asio::io_context io;
   std::string token = random_token();
   liveness_fifo fifo;
+  int escaped = 0;
 };
 
 TEST_F(StopUnderMemoryPressure, ATickThatRunsOutOfMemoryIsTriedAgainAndTheStopEnds) {
@@ -74,17 +89,9 @@ TEST_F(StopUnderMemoryPressure, ATickThatRunsOutOfMemoryIsTriedAgainAndTheStopEn
                 [&](boost::system::error_code, stop_report rep) { r = rep; });
   // Each of the stop's first six ticks finds no memory for one of its allocations: the first, the third, … the
   // eleventh (a different place of the tick each time; under AddressSanitizer, whatever a failure leaks is reported).
-  int escaped = 0, failed_allocations = 0, ticks = 0;
-  for (int i = 0; i < 6 && !r; ++i, ++ticks) {
-    t_fail_after = 2 * i;
-    try {
-      io.run_one_for(std::chrono::seconds{1});
-    } catch (const std::bad_alloc&) {
-      ++escaped;
-    }
-    failed_allocations += t_fail_after == -1 ? 1 : 0;
-    t_fail_after = -1;
-  }
+  int failed_allocations = 0, ticks = 0;
+  for (int i = 0; i < 6 && !r; ++i, ++ticks)
+    failed_allocations += run_one_failing(t_fail_after, 2 * i, std::chrono::seconds{1}) ? 1 : 0;
   EXPECT_EQ(failed_allocations, ticks) << "a tick allocated less than the test meant to fail";
   EXPECT_EQ(escaped, 0) << "a stop tick's std::bad_alloc left io_context::run_one_for()";
   ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }, std::chrono::seconds{15}))
@@ -107,18 +114,10 @@ TEST_F(StopUnderMemoryPressure, AStopWhoseCompletionCannotBePostedCompletesOnThe
                   ++completions;
                   r = rep;
                 });
-  int escaped = 0, failed_allocations = 0;
+  int failed_allocations = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-  while (!r && failed_allocations < 3 && std::chrono::steady_clock::now() < deadline) {
-    t_fail_aligned_after = 0;
-    try {
-      io.run_one_for(std::chrono::milliseconds{100});
-    } catch (const std::bad_alloc&) {
-      ++escaped;
-    }
-    failed_allocations += t_fail_aligned_after == -1 ? 1 : 0;
-    t_fail_aligned_after = -1;
-  }
+  while (!r && failed_allocations < 3 && std::chrono::steady_clock::now() < deadline)
+    failed_allocations += run_one_failing(t_fail_aligned_after, 0, std::chrono::milliseconds{100}) ? 1 : 0;
   EXPECT_GT(failed_allocations, 0) << "no Asio operation was allocated: the test did not test anything";
   EXPECT_EQ(escaped, 0) << "a std::bad_alloc of the stop left io_context::run_one_for()";
   ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }, std::chrono::seconds{10}))
