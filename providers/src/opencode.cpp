@@ -47,7 +47,7 @@ boost::system::result<opencode_command, std::string> build_opencode_command(cons
   if (o.auto_approve) a.emplace_back("--auto");
   for (const auto& x : o.extra_args)
     if (has_nul(x)) return std::string("an extra argument contains a NUL byte");
-  // Extra arguments last before `--`: yargs stops reading options there, so none of them can take the prompt.
+  // Extra arguments last. The prompt is not an argument (below), so no extra flag can take it as its value.
   a.insert(a.end(), o.extra_args.begin(), o.extra_args.end());
   // The prompt always goes through stdin (then EOF), never as an argument: opencode re-joins its message arguments
   // into one string and wraps each one that contains a space in double quotes (run.ts), so an argument would not

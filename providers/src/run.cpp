@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <string_view>
 
@@ -199,15 +200,30 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       }
     }
     if (!deliver()) return;
-    if (mapper_->agent_finished() && !linger_armed_ && !ending_) {
-      linger_armed_ = true;
-      idle_timer_.cancel();
-      linger_timer_.expires_after(options_.linger_after_finish);
-      linger_timer_.async_wait([self = shared_from_this()](error_code e) {
-        if (!e && self->mapper_->agent_finished()) self->end_with({.stopped_after_finish = true});
-      });
-    }
+    if (!ending_) watch_finish();
     read();
+  }
+
+  // The agent's final event starts the linger, and the idle watchdog has nothing left to watch. An agent can go on
+  // after it (pi's agent_end, then auto_retry_start or compaction_start): the linger is then called off and the idle
+  // watchdog watches again, so that the next final event starts a linger of its own (a linger that fired in between,
+  // finding the agent busy, would otherwise leave a hung agent running forever).
+  void watch_finish() {
+    const bool finished = mapper_->agent_finished();
+    if (finished == linger_armed_) return;
+    linger_armed_ = finished;
+    const auto generation = ++linger_generation_;  // a linger already due when called off must not end the run
+    if (!finished) {
+      linger_timer_.cancel();
+      arm(idle_timer_, options_.idle_timeout, "idle");
+      return;
+    }
+    idle_timer_.cancel();
+    linger_timer_.expires_after(options_.linger_after_finish);
+    linger_timer_.async_wait([self = shared_from_this(), generation](error_code e) {
+      if (!e && generation == self->linger_generation_ && self->mapper_->agent_finished())
+        self->end_with({.stopped_after_finish = true});
+    });
   }
 
   void on_leader_exit(process::exit_status st) {
@@ -355,6 +371,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   bool got_line_ = false;
   bool stdout_done_ = false;
   bool linger_armed_ = false;
+  std::uint64_t linger_generation_ = 0;
   bool ending_ = false;                       // the tree is being stopped; its output is still mapped
   std::optional<mapper::run_end> stopped_end_;  // set once the stop completed: why the run ends
   bool completed_ = false;

@@ -330,6 +330,26 @@ TEST_F(PiProvider, WatchdogsDoNotTurnAFinishedRunIntoAFailure) {
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
 
+// pi goes on after its final event when it retries the model call (agent_end, then auto_retry_start, here 100 ms
+// apart): the linger started by the first agent_end is called off, and the last agent_end starts one of its own. (The
+// first linger used to fire mid-retry, find the agent busy and never come back: a hung agent then ran forever, here
+// until the deadline.)
+TEST_F(PiProvider, EachFinalEventStartsALingerAfterTheAgentWentOn) {
+  const std::string retries = fixtures + "/pi/pi-0.73.1-json-503-auto-retry.jsonl";
+  run_options o{.deadline = std::chrono::seconds(30), .linger_after_finish = std::chrono::milliseconds(400)};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run(fake({"replay", retries, "--delay-ms", "100", "never-exit"}), o);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.terminal.type, message_type::terminal_failed) << r.terminal.to_json_line();
+  EXPECT_FALSE(r.terminal.content.contains("timeout")) << r.terminal.to_json_line();
+  EXPECT_LT(took, 20s) << "ended by the deadline, not by a linger";
+  std::size_t retries_seen = 0;
+  for (const auto& m : r.messages)
+    if (m.type == message_type::status && m.content.value("kind", "") == "retry") ++retries_seen;
+  EXPECT_EQ(retries_seen, 4u) << "three retries and their end, all delivered before the linger";
+  EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
+}
+
 // Something outside the tree holds the agent's stdout (here the test, through /proc/PID/fd/1): the run ends after the
 // drain wait and then releases the executor, instead of keeping a read pending until the pipe closes (which would
 // keep run_agent's io_context::run() from returning).

@@ -42,7 +42,8 @@ struct opencode_options {
   /// The agent's environment (opencode's config comes through it: XDG_CONFIG_HOME, OPENCODE_CONFIG…). Default:
   /// inherit the host's.
   process::environment_options env{};
-  /// Arguments passed to `opencode run` verbatim, right before `--` and the prompt. Default: none.
+  /// Arguments passed to `opencode run` verbatim, after the provider's own flags (the prompt goes through stdin, so no
+  /// extra flag can take it as its value). Default: none.
   std::vector<std::string> extra_args{};
   /// When thinking is released to the stream. Default: buffered (when the final step ends).
   mapper::thinking_mode thinking_output = mapper::thinking_mode::buffered;

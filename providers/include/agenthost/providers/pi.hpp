@@ -68,7 +68,8 @@ struct pi_options {
   /// `--thinking`: off, minimal, low, medium, high, xhigh (pi ≥ 1.6 also max). Validated here: pi only warns on an
   /// invalid level. Default: empty = pi's default.
   std::string thinking_level{};
-  /// Resume or create this session: `--session-id ID` (pi ≥ 1.6) or `--session ID` (older). Default: none.
+  /// This session: `--session-id ID` with pi_version ≥ 1.6 (resumes it, or creates it); otherwise `--session ID`, which
+  /// only opens an existing one (none found: pi exits 1, a terminal.failed). Default: none.
   std::optional<std::string> session_id{};
   /// `--continue`: continue the most recent session in the working directory. Default: false.
   bool continue_session = false;
