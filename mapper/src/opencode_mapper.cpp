@@ -84,9 +84,13 @@ struct oc_event : oc_fields {
   json input, metadata;
 };
 
-/// True when the reason of a step_finish ends the run: every reason but `tool-calls` (opencode runs the tools and
-/// starts another step only then); `stop` normally, `length` / `content-filter` when the model was cut off.
-bool final_reason(std::string_view reason) noexcept { return reason != "tool-calls"; }
+/// True when the reason of a step_finish ends the run, as opencode's own loop decides (session/prompt.ts: it goes on
+/// while the message's finish is missing, `tool-calls` or `unknown`): `stop` normally, `length` / `content-filter`
+/// when the model was cut off. `unknown` is what the AI SDK reports for a finish reason it cannot map (an
+/// OpenAI-compatible server's missing or odd `finish_reason`, Anthropic's `pause_turn`): opencode calls the model again.
+bool final_reason(std::string_view reason) noexcept {
+  return !reason.empty() && reason != "tool-calls" && reason != "unknown";
+}
 
 }  // namespace
 

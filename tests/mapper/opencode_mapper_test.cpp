@@ -358,6 +358,13 @@ TEST(OpencodeMapper, AgentFinishedAndToolCallsSteps) {
   EXPECT_FALSE(m.agent_finished());
   m.on_line(finish_line("f1", "tool-calls", 1, 1), out);
   EXPECT_FALSE(m.agent_finished()) << "another step follows tool calls";
+  // opencode calls the model again after a finish reason the AI SDK could not map, or none (session/prompt.ts).
+  m.on_line(R"({"type":"step_start","sessionID":"ses_1","part":{"id":"pu","type":"step-start"}})", out);
+  m.on_line(finish_line("fu", "unknown", 1, 1), out);
+  EXPECT_FALSE(m.agent_finished()) << "another step follows an unknown finish reason";
+  m.on_line(R"({"type":"step_start","sessionID":"ses_1","part":{"id":"pn","type":"step-start"}})", out);
+  m.on_line(R"({"type":"step_finish","sessionID":"ses_1","part":{"id":"fn","type":"step-finish"}})", out);
+  EXPECT_FALSE(m.agent_finished()) << "another step follows a step_finish without a reason";
   m.on_line(R"({"type":"step_start","sessionID":"ses_1","part":{"id":"p1","type":"step-start"}})", out);
   m.on_line(text_line("t1", "Done."), out);
   m.on_line(finish_line("f2", "stop", 1, 1), out);
@@ -368,7 +375,7 @@ TEST(OpencodeMapper, AgentFinishedAndToolCallsSteps) {
   m.finish(exit1, out);  // idempotent
   EXPECT_EQ(out.size(), n);
   expect_valid_run(out);
-  EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 2);
+  EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 3);
   EXPECT_EQ(terminal(out).content.at("text"), "Done.");
 }
 

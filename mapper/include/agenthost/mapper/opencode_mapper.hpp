@@ -9,7 +9,8 @@
 // OpenCode prints whole message parts, no deltas: each `text` part becomes one `assistant` message (its whole text),
 // each `reasoning` part one `assistant.thought`, each `tool_use` part (printed once the tool finished) a tool.call
 // followed by its tool.completed / tool.failed. It prints no init and no final event: the session comes from the first
-// `sessionID`, and the run is over after a `step_finish` whose reason is not `tool-calls`, or an `error`. Details and
+// `sessionID`, and the run is over after a `step_finish` whose reason is given and is neither `tool-calls` nor `unknown`
+// (opencode calls the model again after those), or an `error`. Details and
 // the terminal decision order are in docs/contract.md ("OpenCode mapping").
 //
 // Pure: no I/O, no clock, no threads. Every line is read with simdjson On-Demand (one parser and one padded buffer
@@ -65,7 +66,8 @@ class opencode_mapper final : public event_mapper {
   void on_line(std::string_view line, std::vector<transport::message>& out) override;
   void on_oversize_line(std::string_view head, std::size_t total_bytes,
                         std::vector<transport::message>& out) override;
-  /// True after a `step_finish` whose reason is not `tool-calls` (normally `stop`), or after an `error`; false again
+  /// True after a `step_finish` with a final reason (normally `stop`; not `tool-calls`, `unknown` or none), or after an
+  /// `error`; false again
   /// at a new `step_start`.
   [[nodiscard]] bool agent_finished() const noexcept override;
   /// Decides the terminal: cancelled → terminal.cancelled; timeout → failed/timeout; signal → failed/signaled; then
