@@ -77,6 +77,10 @@ void x_event::reset() {
   has_message = false;
   clear_views(message_id, message_model);
   nblocks = 0;
+  if (blocks.size() > kKeptBlocks) {  // after a line with many blocks: not kept for the mapper's lifetime
+    blocks.resize(kKeptBlocks);
+    blocks.shrink_to_fit();
+  }
   is_api_error_message = false;
   if (has_tool_use_result) tool_use_result = nullptr;
   has_tool_use_result = false;
@@ -344,13 +348,19 @@ error_code event_parser::parse_message(od::value v) {
       if (t == od::json_type::string || t == od::json_type::null) continue;  // a plain user prompt: nothing to map
       od::array arr;
       if (auto e = fv.get_array().get(arr)) return e;
+      std::size_t position = 0;
       for (auto element_result : arr) {
         od::value element;
         if (auto e = std::move(element_result).get(element)) return e;
         if (ev_.nblocks == ev_.blocks.size()) ev_.blocks.emplace_back();
-        x_block& b = ev_.blocks[ev_.nblocks++];
+        x_block& b = ev_.blocks[ev_.nblocks];
         b = x_block{};
         if (auto e = parse_block(element, b)) return e;
+        // Each block read is 88 bytes and more: an array of 20 million `{}` (a 64 MiB line) would take gigabytes.
+        // Past the last position an assistant message is followed at, only what is read at any position is kept
+        // (a user message's tool results, an error message's text), so the first positions stay where they are.
+        if (position++ <= kMaxBlockPosition || b.kind == block_kind::text || b.kind == block_kind::tool_result)
+          ++ev_.nblocks;
       }
     }
   }

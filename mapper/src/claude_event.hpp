@@ -63,6 +63,13 @@ struct x_usage {
 };
 
 /// One content block of a message (assistant frame, user message, content_block_start).
+/// The last content-block position the mapper follows in an assistant message (a hostile index or content array must
+/// not make it allocate gigabytes). Past it, a message's blocks are kept only if they are text or tool results, which
+/// are read wherever they stand.
+inline constexpr std::size_t kMaxBlockPosition = 4096;
+/// How many block slots a parser keeps between lines (a message has a few; one with more gives its slots back).
+inline constexpr std::size_t kKeptBlocks = 64;
+
 struct x_block {
   block_kind kind = block_kind::other;
   std::string_view text;      // text: text; thinking: thinking
@@ -105,7 +112,7 @@ struct x_event {
   bool has_message = false;
   std::string_view message_id;
   std::string_view message_model;
-  std::vector<x_block> blocks;  // reused between lines; `nblocks` are valid
+  std::vector<x_block> blocks;  // reused between lines (the first kKeptBlocks); `nblocks` are valid
   std::size_t nblocks = 0;
   bool is_api_error_message = false;
   bool has_tool_use_result = false;

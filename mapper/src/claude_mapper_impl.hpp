@@ -31,7 +31,7 @@ using transport::message_type;
 
 struct claude_mapper::impl {
   // A content block index above this is not believed (a hostile line must not make the mapper allocate gigabytes).
-  static constexpr double kMaxBlockIndex = 4096;
+  static constexpr double kMaxBlockIndex = static_cast<double>(detail::claude::kMaxBlockPosition);
   // How many recent line uuids are remembered to drop a repeated line (bounded: O(1) memory).
   static constexpr std::size_t kRecentUuids = 16;
 

@@ -27,10 +27,14 @@
 namespace {
 thread_local bool t_counting = false;
 thread_local std::size_t t_allocations = 0;
+thread_local std::size_t t_bytes = 0;
 }  // namespace
 
 void* test_malloc(std::size_t size) noexcept {
-  if (t_counting) ++t_allocations;
+  if (t_counting) {
+    ++t_allocations;
+    t_bytes += size;
+  }
   return std::malloc(size);
 }
 
@@ -540,6 +544,32 @@ TEST(Recycle, KeepsNoLargeBuffer) {
     mapper.recycle(out);
   }
   EXPECT_EQ(completed, 2U);
+}
+
+// A hostile Claude line: a content array of a million `{}` (3 MB). The parser kept a slot per element (88 bytes and
+// more: a 64 MiB line of them took gigabytes); now only what the mapper can use past the positions it follows. A tool
+// result after them still closes its call.
+TEST(Recycle, AClaudeMessageOfAMillionEmptyBlocksTakesNoSlotEach) {
+  std::string content = "{}";
+  for (int i = 1; i < 1000000; ++i) content += ",{}";
+  const std::string tail = R"(,{"type":"tool_result","tool_use_id":"t1","content":"done"}]},"session_id":"s"})";
+  const std::string line = R"({"type":"user","message":{"role":"user","content":[)" + content + tail;
+  claude_mapper mapper;
+  std::vector<message> out;
+  // The parser's own buffers (the line's padded copy, simdjson's index of it) are sized by a first line as long.
+  mapper.on_line(json{{"type", "user"}, {"message", {{"content", std::string(line.size(), 'x')}}}}.dump(), out);
+  mapper.on_line(R"({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash",)"
+                 R"("input":{"command":"true"}}]},"session_id":"s"})",
+                 out);
+  out.clear();
+  const std::size_t before = t_bytes;
+  t_counting = true;
+  mapper.on_line(line, out);
+  t_counting = false;
+  EXPECT_LT(t_bytes - before, line.size() / 2);
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_EQ(out[0].type, message_type::tool_completed);
+  EXPECT_EQ(out[0].content.at("tool_call_id"), "t1");
 }
 
 TEST(Recycle, TheDefaultOnlyClears) {
