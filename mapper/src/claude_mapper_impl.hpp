@@ -86,6 +86,7 @@ struct claude_mapper::impl {
   // is not emitted again.
   std::string replay;
   std::size_t replay_pos = 0;
+  bool replay_in_retry = false;  // a message started after the replay was armed: the retry
 
   usage4 closed_usage, message_usage;
   std::optional<result_info> result;
@@ -115,6 +116,8 @@ struct claude_mapper::impl {
   // The retry's text differs from (or ends before) the abandoned attempt's: that earlier text is void. Say so, then
   // emit the retry's text from its start.
   void replay_diverged(block_state& b, std::vector<message>& out);
+  // The warning that the abandoned attempt's text is void; ends the replay.
+  void retract_replay(std::vector<message>& out);
   void frame_text(block_state& b, std::size_t index, std::string_view f, std::vector<message>& out);
 
   // ---- events -------------------------------------------------------------------------------------------------------

@@ -104,13 +104,18 @@ void claude_mapper::impl::text_delta(block_state& b, std::string_view d, std::ve
 void claude_mapper::impl::end_replay() {
   replay.clear();
   replay_pos = 0;
+  replay_in_retry = false;
 }
 
-void claude_mapper::impl::replay_diverged(block_state& b, std::vector<message>& out) {
+void claude_mapper::impl::retract_replay(std::vector<message>& out) {
   core.status(out, "warning", "the retried model call's text differs from the abandoned attempt's text, which is void",
               {{"code", "retry_diverged"}, {"retracted_text", replay}});
   text_diverged = true;
   end_replay();
+}
+
+void claude_mapper::impl::replay_diverged(block_state& b, std::vector<message>& out) {
+  retract_replay(out);
   core.text(out, b.text);
 }
 
@@ -148,6 +153,7 @@ void claude_mapper::impl::on_api_event(const x_event& ev, std::vector<message>& 
       fold_message_usage();
       msg_id.assign(ev.api_message_id);
       msg_streamed = true;
+      if (!replay.empty()) replay_in_retry = true;
       blocks.clear();
       open_block = -1;
       stop_reason.clear();
@@ -219,8 +225,17 @@ void claude_mapper::impl::on_api_event(const x_event& ev, std::vector<message>& 
           replay = std::move(abandoned_text);
           replay_pos = 0;
         }
+        replay_in_retry = false;
         close_message(out, from);
       } else {
+        // The retry ended before it repeated all of the abandoned text (it ran a tool instead, or said less): that
+        // text is void, and what the retry did repeat of it (held, not emitted) is the retry's own text. Otherwise a
+        // later message would go on matching it: its text swallowed if it began the same way.
+        if (!replay.empty() && replay_in_retry) {
+          retract_replay(out);
+          for (const block_state& b : blocks)
+            if (b.kind == block_kind::text && !b.text.empty()) core.text(out, b.text);
+        }
         close_message(out);
         // Buffered thinking is released when a message ends for another reason than to run tools.
         if (!stop_reason.empty() && stop_reason != "tool_use") release_held(out);

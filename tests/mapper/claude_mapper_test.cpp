@@ -382,6 +382,61 @@ TEST(ClaudeMapper, ARetryThatDivergesRetractsTheAbandonedText) {
   }
 }
 
+// The retry runs a tool instead of repeating the abandoned text: that text is void once the retry's message ends, and
+// the next message's text is its own even when it begins the same way (it used to be taken for the replay).
+TEST(ClaudeMapper, ARetryThatRunsAToolInsteadRetractsTheAbandonedText) {
+  auto lines = cut_mid_text({"x"});
+  lines.resize(8);  // up to the retry's message_start (msg_2)
+  const auto stream = [](const json& event) {
+    return json{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}}
+        .dump();
+  };
+  const auto text = [&](const std::string& id, const std::vector<std::string>& deltas) {
+    std::vector<std::string> l = {
+        stream({{"type", "message_start"}, {"message", {{"id", id}, {"model", "m"}}}}),
+        stream({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}})};
+    for (const auto& d : deltas)
+      l.push_back(stream({{"type", "content_block_delta"},
+                          {"index", 0},
+                          {"delta", {{"type", "text_delta"}, {"text", d}}}}));
+    return l;
+  };
+  const std::vector<std::string> tool = {
+      stream({{"type", "content_block_start"},
+              {"index", 0},
+              {"content_block", {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
+      stream({{"type", "content_block_delta"},
+              {"index", 0},
+              {"delta", {{"type", "input_json_delta"}, {"partial_json", R"({"command":"ls"})"}}}}),
+      stream({{"type", "content_block_stop"}, {"index", 0}}),
+      stream({{"type", "message_delta"}, {"delta", {{"stop_reason", "tool_use"}}}}),
+      stream({{"type", "message_stop"}}),
+      json{{"type", "user"},
+           {"message", {{"content", {{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "a b"}}}}}},
+           {"session_id", "s"}}
+          .dump()};
+  lines.insert(lines.end(), tool.begin(), tool.end());
+  for (auto& l : text("msg_3", {"Hello wor", "ld."})) lines.push_back(std::move(l));
+  lines.push_back(stream({{"type", "content_block_stop"}, {"index", 0}}));
+  lines.push_back(stream({{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}}));
+  lines.push_back(stream({{"type", "message_stop"}}));
+  lines.push_back(json{{"type", "result"}, {"subtype", "success"}, {"is_error", false}, {"result", "Hello world."}}.dump());
+  const auto out = run(lines);
+  std::size_t retracted_at = out.size();
+  std::string after;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].type == message_type::status && out[i].content.value("code", "") == "retry_diverged") {
+      EXPECT_EQ(out[i].content.at("retracted_text"), "Hello wor");
+      retracted_at = i;
+    }
+    if (i > retracted_at && out[i].type == message_type::assistant) after += out[i].content.at("text").get<std::string>();
+  }
+  ASSERT_LT(retracted_at, out.size()) << to_jsonl(out);
+  EXPECT_EQ(of_type(out, message_type::tool_completed).size(), 1u);
+  EXPECT_EQ(after, "Hello world.") << "the next message's text, whole";
+  EXPECT_EQ(terminal(out).content.at("text_diverged"), true);
+}
+
 TEST(ClaudeMapper, ResumedSessions) {
   auto out = run(recorded_lines("answer.jsonl"), exited(0),
                  {.requested_session_id = std::string("f0000000-0000-0000-0000-000000000000")});
