@@ -171,6 +171,7 @@ void claude_mapper::impl::on_result(const x_event& ev, std::vector<message>& out
   }
   result = std::move(r);
   core.set_session_id(ev.session_id);
+  settle_retry(out);
   end_replay();
   // The run's last word: nothing more will be thought.
   close_message(out);
@@ -237,6 +238,7 @@ detail::terminal_draft claude_mapper::impl::from_result(const run_end& end) cons
 
 void claude_mapper::impl::finish(const run_end& end, std::vector<message>& out) {
   if (!core.begin_finish()) return;
+  settle_retry(out);
   close_message(out);
   release_held(out);
   set_usage();

@@ -118,6 +118,9 @@ struct claude_mapper::impl {
   void replay_diverged(block_state& b, std::vector<message>& out);
   // The warning that the abandoned attempt's text is void; ends the replay.
   void retract_replay(std::vector<message>& out);
+  // The retry ended (its message stopped, another began, the result came, the stream ended) before it repeated all
+  // of the abandoned text: that text is void, and what the retry held back of it is its own text.
+  void settle_retry(std::vector<message>& out);
   void frame_text(block_state& b, std::size_t index, std::string_view f, std::vector<message>& out);
 
   // ---- events -------------------------------------------------------------------------------------------------------

@@ -119,6 +119,16 @@ void claude_mapper::impl::replay_diverged(block_state& b, std::vector<message>& 
   core.text(out, b.text);
 }
 
+void claude_mapper::impl::settle_retry(std::vector<message>& out) {
+  if (replay.empty() || !replay_in_retry) return;
+  retract_replay(out);
+  // A streamed retry's text blocks held back what repeated the abandoned text (while the replay is pending, nothing
+  // else of them was emitted); an unstreamed retry's frames were emitted as they came.
+  if (!msg_streamed) return;
+  for (const block_state& b : blocks)
+    if (b.kind == block_kind::text && !b.text.empty()) core.text(out, b.text);
+}
+
 void claude_mapper::impl::frame_text(block_state& b, std::size_t index, std::string_view f, std::vector<message>& out) {
   if (!replay.empty() && msg_streamed) {
     // The retry's block is complete: if it still only repeated part of the abandoned text, that text is void.
@@ -128,6 +138,16 @@ void claude_mapper::impl::frame_text(block_state& b, std::size_t index, std::str
     }
     if (!replay.empty()) replay_diverged(b, out);
     return;
+  }
+  if (!replay.empty() && replay_in_retry) {
+    // The same request sent again without streaming (Claude's fallback after a cut stream): this frame is the retry.
+    // What repeats the abandoned text was emitted with it; anything else makes that text void.
+    if (f.substr(0, replay.size()) == replay) {
+      b.text.assign(replay);
+      end_replay();
+    } else {
+      retract_replay(out);
+    }
   }
   if (b.diverged) return;
   if (f.size() >= b.text.size() && f.substr(0, b.text.size()) == b.text) {
@@ -150,6 +170,7 @@ void claude_mapper::impl::on_api_event(const x_event& ev, std::vector<message>& 
   switch (ev.api) {
     case api_kind::message_start: {
       if (!ev.api_message_id.empty() && ev.api_message_id == msg_id) return;  // a repeated message_start
+      settle_retry(out);  // the retry before this message never said it was done
       fold_message_usage();
       msg_id.assign(ev.api_message_id);
       msg_streamed = true;
@@ -198,6 +219,10 @@ void claude_mapper::impl::on_api_event(const x_event& ev, std::vector<message>& 
       block_state* b = block_at(ev.index, false);
       if (b == nullptr) return;
       if (open_block == static_cast<int>(*ev.index)) open_block = -1;
+      // A retry's text block that ended (no frame came first) having repeated only part of the abandoned text: that
+      // text is void, said before whatever the retry does next (its tool call), not at the message's end.
+      if (b->kind == block_kind::text && !b->text.empty() && !replay.empty() && replay_in_retry && msg_streamed)
+        replay_diverged(*b, out);
       // The frame normally came first; without one the streamed input is complete now.
       if (b->kind == block_kind::tool_use) emit_tool_call(*b, out, nullptr);
       return;
@@ -231,11 +256,7 @@ void claude_mapper::impl::on_api_event(const x_event& ev, std::vector<message>& 
         // The retry ended before it repeated all of the abandoned text (it ran a tool instead, or said less): that
         // text is void, and what the retry did repeat of it (held, not emitted) is the retry's own text. Otherwise a
         // later message would go on matching it: its text swallowed if it began the same way.
-        if (!replay.empty() && replay_in_retry) {
-          retract_replay(out);
-          for (const block_state& b : blocks)
-            if (b.kind == block_kind::text && !b.text.empty()) core.text(out, b.text);
-        }
+        settle_retry(out);
         close_message(out);
         // Buffered thinking is released when a message ends for another reason than to run tools.
         if (!stop_reason.empty() && stop_reason != "tool_use") release_held(out);
@@ -257,9 +278,11 @@ void claude_mapper::impl::on_frame(const x_event& ev, std::vector<message>& out)
   if (!ev.has_message) return;
   if (ev.message_id != msg_id) {
     // A message that was not streamed (no message_start with its id): its blocks are new.
+    settle_retry(out);
     fold_message_usage();
     msg_id.assign(ev.message_id);
     msg_streamed = false;
+    if (!replay.empty()) replay_in_retry = true;
     blocks.clear();
     open_block = -1;
     stop_reason.clear();

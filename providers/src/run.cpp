@@ -198,9 +198,10 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
         fail_with_exception();
         return;
       }
+      // Line by line: a batch that holds a retry and its final event must still restart the linger.
+      if (!ending_) watch_finish();
     }
     if (!deliver()) return;
-    if (!ending_) watch_finish();
     read();
   }
 

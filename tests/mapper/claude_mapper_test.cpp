@@ -437,6 +437,57 @@ TEST(ClaudeMapper, ARetryThatRunsAToolInsteadRetractsTheAbandonedText) {
   EXPECT_EQ(terminal(out).content.at("text_diverged"), true);
 }
 
+// Claude's other way to retry a cut stream: the same request without streaming (assistant frames under another id, no
+// message_start). Its frame is the retry: what repeats the abandoned text is not emitted twice, anything else voids it.
+TEST(ClaudeMapper, AnUnstreamedRetryIsTheRetryToo) {
+  for (const std::string retry : {"Hello world.", "Goodbye."}) {
+    auto lines = cut_mid_text({"x"});
+    lines.resize(7);  // up to the cut's api_retry
+    lines.push_back(json{{"type", "assistant"},
+                         {"message", {{"id", "msg_fb"}, {"model", "m"}, {"content", {{{"type", "text"}, {"text", retry}}}}}},
+                         {"parent_tool_use_id", nullptr},
+                         {"session_id", "s"}}
+                        .dump());
+    lines.push_back(json{{"type", "result"}, {"subtype", "success"}, {"is_error", false}, {"result", retry}}.dump());
+    const auto out = run(lines);
+    const bool same = retry == "Hello world.";
+    EXPECT_EQ(assistant_text(out), same ? retry : "Hello wor" + retry) << to_jsonl(out);
+    EXPECT_EQ(terminal(out).content.contains("text_diverged"), !same) << to_jsonl(out);
+  }
+}
+
+// A retry's text block that ends (no frame first) having repeated only part of the abandoned text: the retraction and
+// that text come before the tool call the retry makes next, as they were said.
+TEST(ClaudeMapper, ARetrysShortTextIsSettledWhenItsBlockEnds) {
+  auto lines = cut_mid_text({"x"});
+  lines.resize(8);  // up to the retry's message_start (msg_2)
+  const auto stream = [](const json& event) {
+    return json{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}}
+        .dump();
+  };
+  for (const json& event : std::vector<json>{
+           {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}},
+           {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", "Hello"}}}},
+           {{"type", "content_block_stop"}, {"index", 0}},
+           {{"type", "content_block_start"},
+            {"index", 1},
+            {"content_block", {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}},
+           {{"type", "content_block_stop"}, {"index", 1}},
+           {{"type", "message_delta"}, {"delta", {{"stop_reason", "tool_use"}}}},
+           {{"type", "message_stop"}}})
+    lines.push_back(stream(event));
+  const auto out = run(lines);
+  std::size_t retracted = out.size(), text = out.size(), call = out.size();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].type == message_type::status && out[i].content.value("code", "") == "retry_diverged") retracted = i;
+    if (out[i].type == message_type::assistant && out[i].content.at("text") == "Hello") text = i;
+    if (out[i].type == message_type::tool_call) call = i;
+  }
+  ASSERT_LT(call, out.size()) << to_jsonl(out);
+  EXPECT_LT(retracted, text) << to_jsonl(out);
+  EXPECT_LT(text, call) << to_jsonl(out);
+}
+
 TEST(ClaudeMapper, ResumedSessions) {
   auto out = run(recorded_lines("answer.jsonl"), exited(0),
                  {.requested_session_id = std::string("f0000000-0000-0000-0000-000000000000")});

@@ -330,15 +330,15 @@ TEST_F(PiProvider, WatchdogsDoNotTurnAFinishedRunIntoAFailure) {
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
 
-// pi goes on after its final event when it retries the model call (agent_end, then auto_retry_start, here 100 ms
+// pi goes on after its final event when it retries the model call (agent_end, then auto_retry_start, here 250 ms
 // apart): the linger started by the first agent_end is called off, and the last agent_end starts one of its own. (The
-// first linger used to fire mid-retry, find the agent busy and never come back: a hung agent then ran forever, here
-// until the deadline.)
+// first linger used to fire mid-retry, 800 ms later, find the agent busy and never come back: a hung agent then ran
+// forever, here until the deadline.)
 TEST_F(PiProvider, EachFinalEventStartsALingerAfterTheAgentWentOn) {
   const std::string retries = fixtures + "/pi/pi-0.73.1-json-503-auto-retry.jsonl";
-  run_options o{.deadline = std::chrono::seconds(30), .linger_after_finish = std::chrono::milliseconds(400)};
+  run_options o{.deadline = std::chrono::seconds(30), .linger_after_finish = std::chrono::milliseconds(800)};
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = run(fake({"replay", retries, "--delay-ms", "100", "never-exit"}), o);
+  auto r = run(fake({"replay", retries, "--delay-ms", "250", "never-exit"}), o);
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(r.terminal.type, message_type::terminal_failed) << r.terminal.to_json_line();
   EXPECT_FALSE(r.terminal.content.contains("timeout")) << r.terminal.to_json_line();
