@@ -62,7 +62,6 @@ struct x_usage {
   std::optional<double> input, output, cache_read, cache_write;
 };
 
-/// One content block of a message (assistant frame, user message, content_block_start).
 /// The last content-block position the mapper follows in an assistant message (a hostile index or content array must
 /// not make it allocate gigabytes). Past it, a message's blocks are kept only if they are text or tool results, which
 /// are read wherever they stand.
@@ -70,6 +69,7 @@ inline constexpr std::size_t kMaxBlockPosition = 4096;
 /// How many block slots a parser keeps between lines (a message has a few; one with more gives its slots back).
 inline constexpr std::size_t kKeptBlocks = 64;
 
+/// One content block of a message (assistant frame, user message, content_block_start).
 struct x_block {
   block_kind kind = block_kind::other;
   std::string_view text;      // text: text; thinking: thinking

@@ -262,6 +262,11 @@ TEST(ClaudeMapper, AFrameThatContradictsTheStreamIsAWarningAndTheStreamStands) {
   EXPECT_EQ(terminal(out).content.at("text_diverged"), true);
 }
 
+// One stream_event line of the main agent around a raw API event.
+std::string stream_line(const json& event) {
+  return json{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}}.dump();
+}
+
 // A stream cut mid-text that Claude retries: the retry's repetition of the abandoned text is not emitted again.
 std::vector<std::string> cut_mid_text(const std::vector<std::string>& retry_chunks) {
   auto ev = [](const json& event) {
@@ -333,26 +338,22 @@ TEST(ClaudeMapper, ARetryCutAgainWhileRepeatingStillEmitsTheTextOnce) {
 // A tool input assembled from input_json_delta lines is nested as deep as the agent likes; beyond the mappers' depth
 // limit it is kept as text (writing a 100,000-level value out would recurse that deep).
 TEST(ClaudeMapper, AToolInputNestedTooDeepIsKeptAsText) {
-  const auto stream = [](const json& event) {
-    return json{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}}
-        .dump();
-  };
   const auto delta = [&](const std::string& part) {
-    return stream({{"type", "content_block_delta"},
-                   {"index", 0},
-                   {"delta", {{"type", "input_json_delta"}, {"partial_json", part}}}});
+    return stream_line({{"type", "content_block_delta"},
+                        {"index", 0},
+                        {"delta", {{"type", "input_json_delta"}, {"partial_json", part}}}});
   };
   for (const std::size_t levels : {std::size_t{100}, std::size_t{100000}}) {
     const std::vector<std::string> lines = {
         R"({"type":"system","subtype":"init","session_id":"s","model":"m","cwd":"/"})",
-        stream({{"type", "message_start"}, {"message", {{"id", "msg_1"}, {"model", "m"}}}}),
-        stream({{"type", "content_block_start"},
-                {"index", 0},
-                {"content_block",
-                 {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
+        stream_line({{"type", "message_start"}, {"message", {{"id", "msg_1"}, {"model", "m"}}}}),
+        stream_line({{"type", "content_block_start"},
+                     {"index", 0},
+                     {"content_block",
+                      {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
         delta(R"({"a":)" + std::string(levels, '[')),
         delta(std::string(levels, ']') + "}"),
-        stream({{"type", "content_block_stop"}, {"index", 0}})};
+        stream_line({{"type", "content_block_stop"}, {"index", 0}})};
     const auto out = run(lines);
     const auto calls = of_type(out, message_type::tool_call);
     ASSERT_EQ(calls.size(), 1u) << levels;
@@ -387,40 +388,38 @@ TEST(ClaudeMapper, ARetryThatDivergesRetractsTheAbandonedText) {
 TEST(ClaudeMapper, ARetryThatRunsAToolInsteadRetractsTheAbandonedText) {
   auto lines = cut_mid_text({"x"});
   lines.resize(8);  // up to the retry's message_start (msg_2)
-  const auto stream = [](const json& event) {
-    return json{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}}
-        .dump();
-  };
   const auto text = [&](const std::string& id, const std::vector<std::string>& deltas) {
     std::vector<std::string> l = {
-        stream({{"type", "message_start"}, {"message", {{"id", id}, {"model", "m"}}}}),
-        stream({{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}})};
+        stream_line({{"type", "message_start"}, {"message", {{"id", id}, {"model", "m"}}}}),
+        stream_line(
+            {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}})};
     for (const auto& d : deltas)
-      l.push_back(stream({{"type", "content_block_delta"},
-                          {"index", 0},
-                          {"delta", {{"type", "text_delta"}, {"text", d}}}}));
+      l.push_back(stream_line(
+          {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", d}}}}));
     return l;
   };
   const std::vector<std::string> tool = {
-      stream({{"type", "content_block_start"},
-              {"index", 0},
-              {"content_block", {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
-      stream({{"type", "content_block_delta"},
-              {"index", 0},
-              {"delta", {{"type", "input_json_delta"}, {"partial_json", R"({"command":"ls"})"}}}}),
-      stream({{"type", "content_block_stop"}, {"index", 0}}),
-      stream({{"type", "message_delta"}, {"delta", {{"stop_reason", "tool_use"}}}}),
-      stream({{"type", "message_stop"}}),
+      stream_line(
+          {{"type", "content_block_start"},
+           {"index", 0},
+           {"content_block", {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "Bash"}, {"input", json::object()}}}}),
+      stream_line({{"type", "content_block_delta"},
+                   {"index", 0},
+                   {"delta", {{"type", "input_json_delta"}, {"partial_json", R"({"command":"ls"})"}}}}),
+      stream_line({{"type", "content_block_stop"}, {"index", 0}}),
+      stream_line({{"type", "message_delta"}, {"delta", {{"stop_reason", "tool_use"}}}}),
+      stream_line({{"type", "message_stop"}}),
       json{{"type", "user"},
            {"message", {{"content", {{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "a b"}}}}}},
            {"session_id", "s"}}
           .dump()};
   lines.insert(lines.end(), tool.begin(), tool.end());
   for (auto& l : text("msg_3", {"Hello wor", "ld."})) lines.push_back(std::move(l));
-  lines.push_back(stream({{"type", "content_block_stop"}, {"index", 0}}));
-  lines.push_back(stream({{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}}));
-  lines.push_back(stream({{"type", "message_stop"}}));
-  lines.push_back(json{{"type", "result"}, {"subtype", "success"}, {"is_error", false}, {"result", "Hello world."}}.dump());
+  lines.push_back(stream_line({{"type", "content_block_stop"}, {"index", 0}}));
+  lines.push_back(stream_line({{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}}));
+  lines.push_back(stream_line({{"type", "message_stop"}}));
+  lines.push_back(
+      json{{"type", "result"}, {"subtype", "success"}, {"is_error", false}, {"result", "Hello world."}}.dump());
   const auto out = run(lines);
   std::size_t retracted_at = out.size();
   std::string after;
@@ -429,7 +428,8 @@ TEST(ClaudeMapper, ARetryThatRunsAToolInsteadRetractsTheAbandonedText) {
       EXPECT_EQ(out[i].content.at("retracted_text"), "Hello wor");
       retracted_at = i;
     }
-    if (i > retracted_at && out[i].type == message_type::assistant) after += out[i].content.at("text").get<std::string>();
+    if (i > retracted_at && out[i].type == message_type::assistant)
+      after += out[i].content.at("text").get<std::string>();
   }
   ASSERT_LT(retracted_at, out.size()) << to_jsonl(out);
   EXPECT_EQ(of_type(out, message_type::tool_completed).size(), 1u);
@@ -443,8 +443,9 @@ TEST(ClaudeMapper, AnUnstreamedRetryIsTheRetryToo) {
   for (const std::string retry : {"Hello world.", "Goodbye."}) {
     auto lines = cut_mid_text({"x"});
     lines.resize(7);  // up to the cut's api_retry
+    const json content = {{{"type", "text"}, {"text", retry}}};
     lines.push_back(json{{"type", "assistant"},
-                         {"message", {{"id", "msg_fb"}, {"model", "m"}, {"content", {{{"type", "text"}, {"text", retry}}}}}},
+                         {"message", {{"id", "msg_fb"}, {"model", "m"}, {"content", content}}},
                          {"parent_tool_use_id", nullptr},
                          {"session_id", "s"}}
                         .dump());
@@ -461,10 +462,6 @@ TEST(ClaudeMapper, AnUnstreamedRetryIsTheRetryToo) {
 TEST(ClaudeMapper, ARetrysShortTextIsSettledWhenItsBlockEnds) {
   auto lines = cut_mid_text({"x"});
   lines.resize(8);  // up to the retry's message_start (msg_2)
-  const auto stream = [](const json& event) {
-    return json{{"type", "stream_event"}, {"event", event}, {"parent_tool_use_id", nullptr}, {"session_id", "s"}}
-        .dump();
-  };
   for (const json& event : std::vector<json>{
            {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}},
            {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", "Hello"}}}},
@@ -475,7 +472,7 @@ TEST(ClaudeMapper, ARetrysShortTextIsSettledWhenItsBlockEnds) {
            {{"type", "content_block_stop"}, {"index", 1}},
            {{"type", "message_delta"}, {"delta", {{"stop_reason", "tool_use"}}}},
            {{"type", "message_stop"}}})
-    lines.push_back(stream(event));
+    lines.push_back(stream_line(event));
   const auto out = run(lines);
   std::size_t retracted = out.size(), text = out.size(), call = out.size();
   for (std::size_t i = 0; i < out.size(); ++i) {
