@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 
 namespace agenthost::mapper::test {
@@ -377,6 +378,87 @@ TEST(OpencodeMapper, AgentFinishedAndToolCallsSteps) {
   expect_valid_run(out);
   EXPECT_EQ(terminal(out).content.at("usage").at("input_tokens"), 3);
   EXPECT_EQ(terminal(out).content.at("text"), "Done.");
+}
+
+// opencode calls the model again after a step in which it ran a tool, whatever the step's finish reason
+// (session/prompt.ts): some OpenAI-compatible servers answer `finish_reason: "stop"` with tool calls. Tools the provider
+// ran (part.metadata.providerExecuted) and tools the user interrupted (state.metadata.interrupted) do not count.
+TEST(OpencodeMapper, AStepThatRanAToolGoesOnWhateverItsReason) {
+  const auto step_start = [](const std::string& id, const std::string& msg) {
+    return json{{"type", "step_start"},
+                {"sessionID", "ses_1"},
+                {"part", {{"id", id}, {"messageID", msg}, {"type", "step-start"}}}}
+        .dump();
+  };
+  const auto tool = [](const std::string& id, const std::string& msg, const std::string& status, json state_metadata,
+                       json part_metadata) {
+    json part = {{"id", id},       {"messageID", msg},
+                 {"type", "tool"}, {"tool", "bash"},
+                 {"callID", "c_" + id},
+                 {"state", {{"status", status}, {"input", {{"command", "true"}}}, {"output", "ok"}}}};
+    if (status == "error") part["state"]["error"] = "stopped";
+    if (!state_metadata.is_null()) part["state"]["metadata"] = std::move(state_metadata);
+    if (!part_metadata.is_null()) part["metadata"] = std::move(part_metadata);
+    return json{{"type", "tool_use"}, {"sessionID", "ses_1"}, {"part", std::move(part)}}.dump();
+  };
+  const auto finish = [](const std::string& id, const std::string& msg, const std::string& reason) {
+    return json{{"type", "step_finish"},
+                {"sessionID", "ses_1"},
+                {"part", {{"id", id}, {"messageID", msg}, {"reason", reason}, {"type", "step-finish"}}}}
+        .dump();
+  };
+  const auto finished_after = [](const std::vector<std::string>& lines) {
+    opencode_mapper m;
+    std::vector<message> out;
+    for (const auto& l : lines) m.on_line(l, out);
+    EXPECT_EQ(m.stats().invalid_lines, 0u);
+    return m.agent_finished();
+  };
+  const std::string ran = tool("t1", "m1", "completed", nullptr, nullptr);
+  EXPECT_FALSE(finished_after({step_start("s1", "m1"), ran, finish("f1", "m1", "stop")}));
+  EXPECT_FALSE(finished_after({step_start("s1", "m1"), ran, finish("f1", "m1", "length")}));
+  // A failed tool ran too; the provider's own metadata beside it changes nothing.
+  EXPECT_FALSE(finished_after({step_start("s1", "m1"), tool("t1", "m1", "error", json::object(), {{"openai", 1}}),
+                               finish("f1", "m1", "stop")}));
+  // A retried attempt continues the message its cut attempt ran the tool in.
+  EXPECT_FALSE(finished_after({step_start("s1", "m1"), ran, step_start("s2", "m1"), finish("f1", "m1", "stop")}));
+  // The next step (another message) ends the run.
+  EXPECT_TRUE(finished_after({step_start("s1", "m1"), ran, finish("f1", "m1", "stop"), step_start("s2", "m2"),
+                              finish("f2", "m2", "stop")}));
+  // Not opencode's tools: run by the provider, or interrupted by the user.
+  EXPECT_TRUE(finished_after({step_start("s1", "m1"),
+                              tool("t1", "m1", "completed", nullptr, {{"providerExecuted", true}, {"x", 1}}),
+                              finish("f1", "m1", "stop")}));
+  EXPECT_TRUE(finished_after({step_start("s1", "m1"), tool("t1", "m1", "error", {{"interrupted", true}}, nullptr),
+                              finish("f1", "m1", "stop")}));
+  // A flag that is not `true`, or a metadata that is not an object, is no flag (and the line stays valid).
+  EXPECT_FALSE(finished_after({step_start("s1", "m1"),
+                               tool("t1", "m1", "completed", nullptr, {{"providerExecuted", "yes"}}),
+                               finish("f1", "m1", "stop")}));
+  EXPECT_FALSE(finished_after({step_start("s1", "m1"), tool("t1", "m1", "completed", nullptr, "meta"),
+                               finish("f1", "m1", "stop")}));
+  EXPECT_FALSE(finished_after({step_start("s1", "m1"), tool("t1", "m1", "error", {{"interrupted", 1}}, nullptr),
+                               finish("f1", "m1", "stop")}));
+
+  // The recorded tool run with its first step's reason changed to `stop`: the same messages, the same terminal.
+  auto lines = read_lines(oc_fixture("tool"));
+  const auto first_finish = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find(R"("reason":"tool-calls")") != std::string::npos;
+  });
+  ASSERT_NE(first_finish, lines.end());
+  const auto recorded = run_oc(lines);
+  first_finish->replace(first_finish->find("tool-calls"), 10, "stop");
+  opencode_mapper m;
+  std::vector<message> out;
+  for (auto it = lines.begin(); it != lines.end(); ++it) {
+    m.on_line(*it, out);
+    if (it == first_finish) {
+      EXPECT_FALSE(m.agent_finished()) << "finished after the step that ran the tool";
+    }
+  }
+  EXPECT_TRUE(m.agent_finished());
+  m.finish(exit0, out);
+  EXPECT_EQ(to_jsonl(out), to_jsonl(recorded));
 }
 
 TEST(OpencodeMapper, FailedToolAndOpenCallClosedByFinish) {

@@ -9,9 +9,9 @@
 // OpenCode prints whole message parts, no deltas: each `text` part becomes one `assistant` message (its whole text),
 // each `reasoning` part one `assistant.thought`, each `tool_use` part (printed once the tool finished) a tool.call
 // followed by its tool.completed / tool.failed. It prints no init and no final event: the session comes from the first
-// `sessionID`, and the run is over after a `step_finish` whose reason is given and is neither `tool-calls` nor `unknown`
-// (opencode calls the model again after those), or an `error`. Details and the terminal decision order are in
-// docs/contract.md ("OpenCode mapping").
+// `sessionID`, and the run is over after a `step_finish` whose reason is given and is neither `tool-calls` nor
+// `unknown`, of a step in which opencode ran no tool (opencode calls the model again after those), or an `error`.
+// Details and the terminal decision order are in docs/contract.md ("OpenCode mapping").
 //
 // Pure: no I/O, no clock, no threads. Every line is read with simdjson On-Demand (one parser and one padded buffer
 // reused for the mapper's lifetime); nlohmann::json is built only for emitted content (tool input, metadata). Work is
@@ -66,8 +66,9 @@ class opencode_mapper final : public event_mapper {
   void on_line(std::string_view line, std::vector<transport::message>& out) override;
   void on_oversize_line(std::string_view head, std::size_t total_bytes,
                         std::vector<transport::message>& out) override;
-  /// True after a `step_finish` with a final reason (normally `stop`; not `tool-calls`, `unknown` or none), or after an
-  /// `error`; false again at a new `step_start`.
+  /// True after a `step_finish` with a final reason (normally `stop`; not `tool-calls`, `unknown` or none) of a step
+  /// that ran no tool of opencode's (one the provider ran or the user interrupted does not count), or after an `error`;
+  /// false again at a new `step_start`.
   [[nodiscard]] bool agent_finished() const noexcept override;
   /// Decides the terminal: cancelled → terminal.cancelled; timeout → failed/timeout; signal → failed/signaled; then
   /// an `error` event → failed/agent_error (http_status, retryable; whatever the exit code: opencode exits 1 after
