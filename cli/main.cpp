@@ -14,10 +14,12 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 namespace asio = boost::asio;
@@ -63,16 +65,25 @@ std::filesystem::path find_fake_agent(const std::string& configured) {
   return "fake_agent";
 }
 
+// Closes the input file (not stdin) on every return.
+struct input_fd {
+  int fd = STDIN_FILENO;
+  ~input_fd() {
+    if (fd != STDIN_FILENO) ::close(fd);
+  }
+};
+
 int map_file(const cli::parsed& p, cli::renderer& render) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
+  // read(2), not an istream: a read returns what is there, so messages from a live pipe (`agent | agenthost map`)
+  // come as their lines do, not when a 1 MiB buffer is full; and a read error is reported, not taken for the end.
+  input_fd in;
+  const std::string name = p.file.empty() || p.file == "-" ? std::string("standard input") : "'" + p.file + "'";
   if (!p.file.empty() && p.file != "-") {
-    file.open(p.file, std::ios::binary);
-    if (!file) {
-      std::cerr << "agenthost: cannot open '" << p.file << "'\n";
+    in.fd = ::open(p.file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in.fd < 0) {
+      std::cerr << "agenthost: cannot open " << name << ": " << std::strerror(errno) << "\n";
       return 2;
     }
-    in = &file;
   }
   auto mapper = cli::find_agent(p.agent)->make_mapper(p);
   std::vector<transport::message> out;
@@ -90,10 +101,15 @@ int map_file(const cli::parsed& p, cli::renderer& render) {
   };
   for (;;) {
     auto space = framer.prepare(1 << 20);
-    in->read(space.data(), static_cast<std::streamsize>(space.size()));
-    const auto n = static_cast<std::size_t>(in->gcount());
+    const ssize_t n = ::read(in.fd, space.data(), space.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      // Not a transcript that ended here: what was mapped so far has been printed, and no terminal is made up.
+      std::cerr << "agenthost: cannot read " << name << ": " << std::strerror(errno) << "\n";
+      return 2;
+    }
     if (n == 0) break;
-    framer.commit(n, on_line);
+    framer.commit(static_cast<std::size_t>(n), on_line);
     flush();
   }
   framer.finish(on_line);
@@ -131,7 +147,18 @@ int main(int argc, char** argv) {
                                         [done](boost::system::error_code, transport::message t) { done(t); });
         });
       case cli::command::replay: {
-        // The recorded transcript goes through a real child process and the whole provider path.
+        // The recorded transcript goes through a real child process and the whole provider path. A file that cannot
+        // be read is the caller's error (as for map), not the fake agent's exit status.
+        std::error_code ec;
+        const auto st = std::filesystem::status(p.file, ec);
+        std::string why;
+        if (ec) why = ec.message();
+        else if (std::filesystem::is_directory(st)) why = std::strerror(EISDIR);
+        else if (::access(p.file.c_str(), R_OK) != 0) why = std::strerror(errno);
+        if (!why.empty()) {
+          std::cerr << "agenthost: cannot read '" << p.file << "': " << why << "\n";
+          return 2;
+        }
         const auto* agent = cli::find_agent(p.agent);
         std::vector<std::string> args = {"replay", std::filesystem::absolute(p.file).string()};
         if (p.replay_delay_ms > 0) args.insert(args.end(), {"--delay-ms", std::to_string(p.replay_delay_ms)});

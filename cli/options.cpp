@@ -114,12 +114,16 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
   const std::string val = std::get<std::string>(v)
     if (name == "--agent") {
       AH_VALUE();
+      // Only doctor checks several agents; elsewhere a second --agent is a mistake, not "the last one wins".
+      if (p.cmd != command::doctor && !p.agent.empty() && p.agent != val)
+        return "--agent given twice ('" + p.agent + "', '" + val + "'): " + std::string(cmd) + " runs one agent";
       p.agent = val;
       if (std::find(p.agents.begin(), p.agents.end(), val) == p.agents.end()) p.agents.push_back(val);
     } else if (name == "--json") {
       if (!flag_only()) return std::string("--json takes no value");
       p.json_output = true;
     } else if (name == "--verbose" || name == "-v") {
+      if (!flag_only()) return name + " takes no value";
       p.verbose = true;
     } else if (p.cmd == command::doctor && name == "--timeout") {
       AH_VALUE();
@@ -143,6 +147,7 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
       AH_VALUE();
       p.common.session = val;
     } else if (p.cmd == command::run && name == "--no-session") {
+      if (!flag_only()) return name + " takes no value";
       p.pi.no_session = true;
       p.pi_only_flags.push_back(name);
     } else if (p.cmd == command::run && name == "--tools") {
@@ -170,7 +175,8 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
                (name == "--timeout" || name == "--idle-timeout" || name == "--first-event-timeout")) {
       AH_VALUE();
       auto d = parse_duration(val);
-      if (!d) return "invalid duration '" + val + "' for " + name;
+      // Zero (or less than a millisecond) would end every run at once.
+      if (!d || d->count() <= 0) return "invalid duration '" + val + "' for " + name + " (at least 1ms)";
       if (name == "--timeout") p.common.deadline = d;
       else if (name == "--idle-timeout") p.common.idle_timeout = d;
       else p.common.first_event_timeout = d;

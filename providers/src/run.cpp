@@ -103,9 +103,9 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
       return;
     }
     child_.emplace(std::move(*c));
-    arm(first_event_timer_, options_.first_event_timeout, "first_event");
-    arm(idle_timer_, options_.idle_timeout, "idle");
-    arm(deadline_timer_, options_.deadline, "deadline");
+    arm(first_event_timer_, first_event_generation_, options_.first_event_timeout, "first_event");
+    arm(idle_timer_, idle_generation_, options_.idle_timeout, "idle");
+    arm(deadline_timer_, deadline_generation_, options_.deadline, "deadline");
     if (options_.stdin_data) write_stdin_data();
     read();
     child_->async_wait([self = shared_from_this()](error_code ec, process::exit_status st) {
@@ -114,11 +114,15 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   }
 
  private:
-  void arm(asio::steady_timer& t, std::optional<std::chrono::milliseconds> d, const char* what) {
+  // A watchdog's handler that was already due when the watchdog was re-armed or called off (its timer expired in the
+  // same turn as the line that did it) cannot be cancelled any more: `generation` tells it that it is stale.
+  void arm(asio::steady_timer& t, std::uint64_t& generation, std::optional<std::chrono::milliseconds> d,
+           const char* what) {
     if (!d) return;
+    const auto armed = ++generation;
     t.expires_after(*d);
-    t.async_wait([self = shared_from_this(), what](error_code ec) {
-      if (ec) return;
+    t.async_wait([self = shared_from_this(), &generation, armed, what](error_code ec) {
+      if (ec || armed != generation) return;
       // Once the agent printed its final event the run counts as what it reported: a deadline still bounds the run
       // (the tree is stopped as by the linger), the other watchdogs have nothing left to watch. (A timer that expired
       // in the same turn as that event's line could not be cancelled any more: checked here.)
@@ -166,10 +170,11 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     }
     if (!got_line_) {
       got_line_ = true;
+      ++first_event_generation_;
       first_event_timer_.cancel();
     }
     if (options_.idle_timeout && !ending_ && !mapper_->agent_finished())
-      arm(idle_timer_, options_.idle_timeout, "idle");
+      arm(idle_timer_, idle_generation_, options_.idle_timeout, "idle");
     for (const auto& l : lines) {
       try {
         if (options_.on_agent_line) options_.on_agent_line(l.text);
@@ -216,9 +221,10 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     const auto generation = ++linger_generation_;  // a linger already due when called off must not end the run
     if (!finished) {
       linger_timer_.cancel();
-      arm(idle_timer_, options_.idle_timeout, "idle");
+      arm(idle_timer_, idle_generation_, options_.idle_timeout, "idle");
       return;
     }
+    ++idle_generation_;
     idle_timer_.cancel();
     linger_timer_.expires_after(options_.linger_after_finish);
     linger_timer_.async_wait([self = shared_from_this(), generation](error_code e) {
@@ -373,6 +379,7 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
   bool stdout_done_ = false;
   bool linger_armed_ = false;
   std::uint64_t linger_generation_ = 0;
+  std::uint64_t first_event_generation_ = 0, idle_generation_ = 0, deadline_generation_ = 0;  // see arm()
   bool ending_ = false;                       // the tree is being stopped; its output is still mapped
   std::optional<mapper::run_end> stopped_end_;  // set once the stop completed: why the run ends
   bool completed_ = false;

@@ -103,6 +103,56 @@ TEST(Cli, MapReadsStdinAndTakesTheExitAsGiven) {
   EXPECT_EQ(code.messages.back().content.at("exit_code"), 3);
 }
 
+// `agent | agenthost map`: each message is printed as its line is mapped, not when the input ends. The first line goes
+// in, its message must come out while the input is still open (the rest is written only then).
+TEST(Cli, MapFromALivePipePrintsEachMessageAsItsLineComes) {
+  std::ifstream file(fixtures + "/pi/pi-0.73.1-json-tool-turn.jsonl");
+  std::string first, line, rest;
+  ASSERT_TRUE(std::getline(file, first));
+  while (std::getline(file, line)) rest += line + "\n";
+  first += "\n";
+  int in[2], out[2];
+  ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  std::vector<std::string> args = {AGENTHOST_CLI, "map", "--agent", "pi"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(in[0]);
+  ::close(out[1]);
+  ASSERT_EQ(::write(in[1], first.data(), first.size()), static_cast<ssize_t>(first.size()));
+  // The session's message, within 20 s, while stdin is still open.
+  std::string got;
+  char buf[4096];
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (got.find('\n') == std::string::npos && std::chrono::steady_clock::now() < give_up) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  const bool first_came_alone = got.find('\n') != std::string::npos;
+  ASSERT_EQ(::write(in[1], rest.data(), rest.size()), static_cast<ssize_t>(rest.size()));
+  ::close(in[1]);
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(first_came_alone) << "no message before the input ended";
+  const auto session = message::from_json_line(std::string_view(got).substr(0, got.find('\n')));
+  ASSERT_TRUE(session.has_value()) << got;
+  EXPECT_EQ(session->type, message_type::session_started);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << got;
+}
+
 TEST(Cli, MapsEveryAgentsRecordedOutput) {
   // One recorded tool run per agent: the agent's own mapper, the same contract.
   const std::vector<std::pair<std::string, std::string>> runs = {
@@ -134,6 +184,20 @@ TEST(Cli, UsageErrorsExitTwo) {
   // pi's own flags are refused for the other agents instead of being dropped.
   EXPECT_EQ(run_cli({"run", "--agent", "codex", "--provider", "x", "hi"}).exit_code, 2);
   EXPECT_EQ(run_cli({"run", "--agent", "gemini", "--no-session", "hi"}).exit_code, 2);
+  // A flag given a value, a duration that would end the run at once, a second agent: refused, not half-taken.
+  EXPECT_EQ(run_cli({"run", "--agent", "pi", "--no-session=false", "hi"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"run", "--agent", "pi", "--verbose=0", "hi"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"run", "--agent", "pi", "--timeout", "0", "hi"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"run", "--agent", "pi", "--idle-timeout", "0.5ms", "hi"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"run", "--agent", "pi", "--agent", "claude", "hi"}).exit_code, 2);
+  // An input that cannot be read is the caller's error, with nothing made up on stdout.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"map", "--agent", "pi", "/"}, std::vector<std::string>{"replay", "--agent", "pi", "/"},
+        std::vector<std::string>{"replay", "--agent", "pi", "/nonexistent/agenthost.jsonl"}}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[3];
+    EXPECT_EQ(r.raw, "") << args[0] << " " << args[3];
+  }
   // Refused by the provider rather than the parser: the start_failed terminal is printed, the exit says usage error.
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"run", "--agent", "pi", "--session", "s1", "--no-session", "hi"},
