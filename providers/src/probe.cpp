@@ -220,8 +220,9 @@ class agent_probe : public std::enable_shared_from_this<agent_probe> {
     }
     launch_ = detect_node(found.found, env_);
     package_ = npm_package(launch_.script.empty() ? found.found : launch_.script, spec_.package_part);
+    if (launch_.uses_node) result_.runtime = runtime_info{.name = "node", .executable = launch_.node};
+    if (!options_.run_version_commands) return evaluate();  // what the files say
     if (launch_.uses_node) {
-      result_.runtime = runtime_info{.name = "node", .executable = launch_.node};
       if (!launch_.node.empty()) {
         return run(launch_.node, [self = shared_from_this()](command_outcome o) {
           const bool timed_out = o.timed_out;

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 
 using namespace agenthost;
@@ -32,7 +33,14 @@ cli_result run_cli(std::vector<std::string> args, const std::string& stdin_file 
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_store;
-  for (char** e = environ; *e != nullptr; ++e) env_store.emplace_back(*e);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    // An entry of `extra_env` replaces the inherited one (getenv would find the first of two).
+    const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
+      return entry.substr(0, entry.find('=') + 1) == x.substr(0, x.find('=') + 1);
+    });
+    if (!replaced) env_store.emplace_back(entry);
+  }
   env_store.insert(env_store.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());
@@ -234,6 +242,36 @@ TEST(Cli, ExtraArgumentsAndDashPromptsReachTheAgentVerbatim) {
   std::vector<std::string> argv;
   for (std::string l; std::getline(in, l);) argv.push_back(l);
   EXPECT_EQ(argv, (std::vector<std::string>{"--yolo", "-x", "--mode", "json", "--model", "m", "-p", " -rf /"}));
+  std::filesystem::remove_all(dir);
+}
+
+// `run` starts the agent `doctor` reports: the version pi's flags depend on (here 1.6.0: `--thinking max`, `--` before
+// the prompt), and an agent found in an install place off PATH (~/.npm-global/bin), run by that path.
+TEST(Cli, RunStartsWhatDoctorFinds) {
+  char tmpl[] = "/tmp/agenthost-cli-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const auto script = [&](const std::string& path, const std::string& body) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  };
+  script(dir + "/pi", "if [ \"$1\" = --version ]; then echo 1.6.0; exit 0; fi\nprintf '%s\\n' \"$@\" > " + dir +
+                          "/argv\nexec " + AGENTHOST_FAKE_AGENT + " replay " + fixtures +
+                          "/pi/pi-0.73.1-json-tool-turn.jsonl\n");
+  auto r = run_cli({"run", "--agent", "pi", "--executable", dir + "/pi", "--thinking-level", "max", "--", "-hi"});
+  EXPECT_EQ(r.exit_code, 0) << r.raw;
+  std::ifstream in(dir + "/argv");
+  std::vector<std::string> argv;
+  for (std::string l; std::getline(in, l);) argv.push_back(l);
+  EXPECT_EQ(argv, (std::vector<std::string>{"--mode", "json", "--thinking", "max", "-p", "--", "-hi"}));
+
+  script(dir + "/home/.npm-global/bin/claude", "echo ran > " + dir + "/claude-ran\nexit 3\n");
+  r = run_cli({"run", "--agent", "claude", "hi"}, "/dev/null", 0, {},
+              {"HOME=" + dir + "/home", "PATH=/usr/bin:/bin", "NPM_CONFIG_PREFIX=" + dir + "/none"});
+  EXPECT_EQ(r.exit_code, 1) << r.raw;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/claude-ran")) << r.raw;
+  ASSERT_FALSE(r.messages.empty());
+  EXPECT_EQ(r.messages.back().content.at("reason"), "exited") << r.raw;
   std::filesystem::remove_all(dir);
 }
 

@@ -283,6 +283,31 @@ TEST_F(Probe, PackageJsonGivesTheVersionWhenNodeIsTooOldToRunPi) {
   EXPECT_TRUE(contains(r.hints, "package.json says pi 1.6.0")) << joined(r.hints);
 }
 
+// run_version_commands = false: the executable and the npm install's version, and not one process started.
+TEST_F(Probe, AQuickProbeStartsNothingAndTakesTheVersionFromPackageJson) {
+  const auto pkg = dir / "lib" / "node_modules" / "@earendil-works" / "pi-coding-agent";
+  write(pkg / "package.json",
+        R"({"name": "@earendil-works/pi-coding-agent", "version": "1.6.0", "engines": {"node": ">=22.19.0"}})", 0644);
+  write(pkg / "dist" / "cli.js", "#!/usr/bin/env node\nimport './main.js'\n");
+  fs::create_symlink("../lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js", bin / "pi");
+  const auto ran = dir / "node-ran";
+  write(bin / "node", "#!/bin/sh\ntouch '" + ran.string() + "'\necho v22.20.0\n");
+  auto o = options("pi");
+  o.run_version_commands = false;
+  const auto r = probe(o);
+  EXPECT_TRUE(r.available) << joined(r.problems);
+  EXPECT_EQ(r.executable, bin / "pi");
+  EXPECT_EQ(r.version, (version{1, 6, 0}));
+  EXPECT_TRUE(supports(r, "session_id"));
+  ASSERT_TRUE(r.runtime.has_value());
+  EXPECT_EQ(r.runtime->executable, bin / "node");
+  EXPECT_FALSE(r.runtime->version.has_value());
+  EXPECT_FALSE(fs::exists(ran)) << "node was run";
+  // The full probe runs it (the same files), so the marker says what it should.
+  EXPECT_TRUE(probe(options("pi")).runtime.has_value());
+  EXPECT_TRUE(fs::exists(ran));
+}
+
 TEST_F(Probe, CredentialHintsComeFromTheEnvironmentAndPiConfigOnly) {
   const auto exe = fake_pi("0.73.1");
   EXPECT_TRUE(contains(probe(options(exe)).hints, "no credentials found"));

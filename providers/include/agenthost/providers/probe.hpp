@@ -134,6 +134,11 @@ struct probe_options {
   /// Bound for the whole probe, version commands included; a command still running then is killed with its whole
   /// tree. The probe completes at most ~`timeout` + 2 s (the kill) after it started. Default: 5 s.
   std::chrono::milliseconds timeout{5000};
+  /// false: start no process — a quick probe (no `--version`, no `node --version`: milliseconds instead of the
+  /// seconds a Node.js agent takes to start) for a host that starts many runs. The executable is resolved as always;
+  /// the version comes from the package.json of an npm install (none for a native executable or another kind of
+  /// install); Node.js's own version is not checked (a missing `node` still is). Default: true.
+  bool run_version_commands = true;
   /// The environment the agent would run with: PATH, HOME, NPM_CONFIG_PREFIX, the agent's credential variables and
   /// configuration directories (PI_CODING_AGENT_DIR, CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME, XDG_*…) are read
   /// from it as the agent would see them, and the version commands run with it. Default: inherit the host's.
