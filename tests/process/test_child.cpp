@@ -185,6 +185,19 @@ TEST_P(ChildTest, EnvironmentOverrideRemoveAndAllowList) {
         << l;
   EXPECT_FALSE(has("AGENTHOST_TEST_KEEP=kept"));
   stop(*c2);
+
+  // A host under agenthost itself: one token entry, first, with the host's token and then the tree's own.
+  opts.env.set["AGENTHOST_TREE_TOKEN"] = "above";
+  auto c3 = child::spawn(io.get_executor(), opts);
+  ASSERT_TRUE(c3);
+  lines = read_all(*c3);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.rfind("env: AGENTHOST_TREE_TOKEN=", 0) == 0; }),
+            1);
+  EXPECT_EQ(lines.front().rfind("env: AGENTHOST_TREE_TOKEN=above:", 0), 0u) << lines.front();
+  EXPECT_EQ(lines.front().size(), std::string("env: AGENTHOST_TREE_TOKEN=above:").size() + 24) << lines.front();
+  stop(*c3);
   ::unsetenv("AGENTHOST_TEST_SECRET");
   ::unsetenv("AGENTHOST_TEST_KEEP");
 }

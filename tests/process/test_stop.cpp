@@ -61,7 +61,10 @@ class StopTest : public ::testing::TestWithParam<std::tuple<hostile_case, varian
     modes.push_back("never-exit");
     auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
                                                .args = modes,
+                                               // As if this host ran under agenthost itself: its token and
+                                               // the tree's share one entry, which a stop must still match.
                                                .env = {.set = {{"AGENTHOST_TEST_TOKEN", token},
+                                                               {"AGENTHOST_TREE_TOKEN", "0123456789abcdef01234567"},
                                                                {"AGENTHOST_LIVENESS_FIFO", fifo.path()}}},
                                                .containment = std::get<1>(GetParam()) == variant::session
                                                                   ? containment_kind::session

@@ -189,14 +189,35 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
   req.argv.insert(req.argv.end(), options.args.begin(), options.args.end());
   req.envp = build_environment(options.env);
   // Without a reaper (session mode, or a reaper that died) an environment token is how a stop finds daemons that
-  // escaped both the session and the parent links (they inherit the environment).
+  // escaped both the session and the parent links (they inherit the environment). A host that itself runs under
+  // agenthost (an agent driving agents) has a token already: the agent gets one entry with both (a second entry
+  // would be dropped by Node.js and Python, which keep the first of two, and with it this tree's token), first in
+  // the environment so that a huge one cannot push it past what a stop reads.
   std::string tree_token;
   {
     std::random_device rd;
     char hex[40];
     std::snprintf(hex, sizeof hex, "%08x%08x%08x", rd(), rd(), static_cast<unsigned>(::getpid()));
     tree_token = std::string("AGENTHOST_TREE_TOKEN=") + hex;
-    req.envp.push_back(tree_token);
+    constexpr std::string_view name = "AGENTHOST_TREE_TOKEN=";
+    std::string entry;
+    for (auto it = req.envp.begin(); it != req.envp.end();) {
+      if (it->compare(0, name.size(), name) != 0) {
+        ++it;
+        continue;
+      }
+      // The tokens above, the most recent ones (a bound against an absurd depth of nesting).
+      std::string_view above = std::string_view(*it).substr(name.size());
+      constexpr std::size_t kMaxTokensAbove = 16 * 25;
+      if (above.size() > kMaxTokensAbove) {
+        above = above.substr(above.size() - kMaxTokensAbove);
+        above.remove_prefix(std::min(above.size(), above.find(':') + 1));
+      }
+      if (!above.empty()) entry = std::string(above) + ":";
+      it = req.envp.erase(it);
+    }
+    entry = std::string(name) + entry + hex;
+    req.envp.insert(req.envp.begin(), std::move(entry));
   }
   // The strictest exec on the way is the reaper-first one of kernels before 5.9 (the reaper's own arguments come in
   // front of the agent's): checked for every reaper-mode spawn, so that what is accepted does not depend on the

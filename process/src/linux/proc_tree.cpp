@@ -141,10 +141,21 @@ bool environ_has(const char* path, std::string_view needle, std::vector<char>& b
     have += static_cast<std::size_t>(n);
     if (have == buf.size()) break;
   }
+  const auto eq = needle.find('=');
+  const std::string_view prefix = needle.substr(0, eq + 1), value = needle.substr(eq + 1);
   std::string_view env(buf.data(), have);
   while (!env.empty()) {
     const auto end = env.find('\0');
-    if (env.substr(0, end) == needle) return true;
+    std::string_view entry = env.substr(0, end);
+    if (entry.substr(0, prefix.size()) == prefix) {
+      entry.remove_prefix(prefix.size());
+      for (;;) {  // one of its ':'-separated values
+        const auto colon = entry.find(':');
+        if (entry.substr(0, colon) == value) return true;
+        if (colon == std::string_view::npos) break;
+        entry.remove_prefix(colon + 1);
+      }
+    }
     if (end == std::string_view::npos) break;
     env.remove_prefix(end + 1);
   }

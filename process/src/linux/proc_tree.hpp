@@ -41,9 +41,10 @@ std::vector<proc_entry> collect_tree(const std::vector<proc_entry>& all, const s
 /// `include_root`), plus — when session_id > 0 — every process of that session and the descendants of those.
 std::vector<proc_entry> tree_members(const std::vector<proc_entry>& all, int root, bool include_root, int session_id);
 
-/// Live processes among `all` whose environment contains the exact entry `needle` ("NAME=value"). Catches members
-/// that left the session and lost their parent links (double-forked daemons); processes of other users that we may
-/// not read, and processes that replaced their environment, are not found.
+/// Live processes among `all` whose environment has the entry NAME of `needle` ("NAME=value") with `value` among its
+/// ':'-separated values (an agent started by an agent carries its own tree token and those of the hosts above it in
+/// one entry). Catches members that left the session and lost their parent links (double-forked daemons); processes
+/// of other users that we may not read, and processes that replaced their environment, are not found.
 std::vector<proc_entry> processes_with_env(const std::vector<proc_entry>& all, std::string_view needle);
 
 /// pidfd_open / pidfd_send_signal through syscall(2): glibc 2.36's <sys/pidfd.h> lacks C++ linkage guards.

@@ -20,7 +20,9 @@ namespace agenthost::process {
 
 /// The agent's environment: start from the host's (or from nothing), then remove, then set. The library adds one
 /// entry of its own, AGENTHOST_TREE_TOKEN=<random id> (not a secret): when no reaper tracks the tree (session
-/// containment, or a reaper that died), it is how a stop finds processes that lost every link to the agent.
+/// containment, or a reaper that died), it is how a stop finds processes that lost every link to the agent. When the
+/// environment has that variable already (the host itself runs under agenthost), its ids are kept in the same entry,
+/// `<ids above>:<random id>`, first in the environment.
 struct environment_options {
   /// Start from the host's environment. Default: true.
   bool inherit = true;
