@@ -187,7 +187,7 @@ void child::impl::set_tree_gone() {
 void child::impl::shutdown() noexcept {
   if (shut_down) return;
   shut_down = true;
-  const auto deadline = clock_type::now() + opts.destroy_timeout;
+  const auto deadline = deadline_after(opts.destroy_timeout);
   auto left = [&] {
     return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()),
                     std::chrono::milliseconds{0});

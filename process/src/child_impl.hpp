@@ -92,6 +92,15 @@ struct child::impl : std::enable_shared_from_this<impl> {
   using error_code = boost::system::error_code;
   using clock_type = std::chrono::steady_clock;
 
+  /// now + d, saturated: a caller's "forever" (milliseconds::max()) must not overflow the clock's nanoseconds into a
+  /// deadline in the past; a negative d is none.
+  static clock_type::time_point deadline_after(std::chrono::milliseconds d) noexcept {
+    const auto now = clock_type::now();
+    if (d.count() <= 0) return now;
+    const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::time_point::max() - now);
+    return d >= room ? clock_type::time_point::max() : now + d;
+  }
+
   struct waiter {
     std::uint64_t id = 0;
     detail::handler_t<void(error_code, exit_status)> handler;

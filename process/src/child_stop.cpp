@@ -90,6 +90,8 @@ error_code child::impl::send_signal(int sig, signal_target target) noexcept {
 }
 
 error_code child::impl::send_signal_or_throw(int sig, signal_target target) {
+  // Checked here for every containment: the reaper ignores a number it does not know, which would pass for success.
+  if (sig < 0 || sig >= NSIG) return make_error_code(std::errc::invalid_argument);
   if (tree_gone || (mode == containment_kind::session && direct_reaped && target == signal_target::leader))
     return make_error_code(errc::not_running);
   if (mode == containment_kind::reaper && !reaper_lost) {
@@ -224,7 +226,7 @@ std::chrono::milliseconds child::impl::stop_tick() const {
 }
 
 void child::impl::arm_stop_timer(std::chrono::milliseconds phase_length) {
-  stop_deadline = clock_type::now() + phase_length;
+  stop_deadline = deadline_after(phase_length);
   wait_stop_timer();
 }
 
@@ -259,7 +261,7 @@ void child::impl::on_stop_tick() {
   if (phase == stop_phase::interrupt) {
     // The kill phase and a deadline first: a tick that fails below (and is tried again) resumes in it.
     phase = stop_phase::kill;
-    stop_deadline = clock_type::now() + policy.kill_wait;
+    stop_deadline = deadline_after(policy.kill_wait);
     if (mode == containment_kind::reaper) {
       if (control.is_open()) {
         (void)::send(control.native_handle(), "kill", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -272,7 +274,7 @@ void child::impl::on_stop_tick() {
     // After the sweep, which can find the reaper dead: this kill phase is then already the host's own. kill_wait
     // counts from after the sweep (a thorough one reads every process's environment).
     host_had_kill_wait = host_tracks_tree();
-    stop_deadline = clock_type::now() + policy.kill_wait;
+    stop_deadline = deadline_after(policy.kill_wait);
     return wait_stop_timer();
   }
   // Kill phase timed out: sweep once more ourselves and report what is left.
@@ -282,9 +284,9 @@ void child::impl::on_stop_tick() {
   // gets a whole kill phase of its own.
   if (reaper_lost && !host_had_kill_wait) {
     host_had_kill_wait = true;
-    stop_deadline = clock_type::now() + policy.kill_wait;
+    stop_deadline = deadline_after(policy.kill_wait);
     host_side_kill_sweep();
-    stop_deadline = clock_type::now() + policy.kill_wait;  // from after the sweep; the one above is for a retry
+    stop_deadline = deadline_after(policy.kill_wait);  // from after the sweep; the one above is for a retry
     return wait_stop_timer();
   }
   std::vector<int> pids;

@@ -176,6 +176,36 @@ TEST_F(StopSemantics, CancellationAlreadyFiredDoesNotStopTheCleanup) {
   EXPECT_TRUE(fifo.wait_eof(1s));
 }
 
+// The reaper ignores a signal number it does not know: the host must not report that as delivered.
+TEST_F(StopSemantics, ASignalNumberThatIsNoSignalIsRefused) {
+  auto c = spawn({"ready", "never-exit"});
+  wait_ready(c);
+  for (const int sig : {-1, 65, 99})
+    for (const auto target : {signal_target::leader, signal_target::group, signal_target::tree})
+      EXPECT_EQ(c.send_signal(sig, target), std::errc::invalid_argument) << sig;
+  EXPECT_FALSE(c.send_signal(0, signal_target::leader));
+  std::optional<stop_report> r;
+  c.async_stop(stop_policy::kill_now(), [&](boost::system::error_code, stop_report rep) { r = rep; });
+  ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
+  EXPECT_TRUE(r->survivors.empty());
+  EXPECT_TRUE(fifo.wait_eof(1s));
+}
+
+// milliseconds::max() as "wait as long as it takes": the deadline saturates instead of overflowing into the past (which
+// skipped the graceful phase: an agent that ends on its interrupt was killed).
+TEST_F(StopSemantics, AnEndlessGracefulWaitIsNotSkipped) {
+  auto c = spawn({"ready", "never-exit"}, std::chrono::milliseconds::max());
+  wait_ready(c);
+  std::optional<stop_report> r;
+  constexpr auto forever = std::chrono::milliseconds::max();
+  c.async_stop(stop_policy{.graceful_wait = forever, .kill_wait = forever},
+               [&](boost::system::error_code, stop_report rep) { r = rep; });
+  ASSERT_TRUE(run_until(io, [&] { return r.has_value(); }));
+  EXPECT_EQ(r->phase, stop_phase::interrupt);
+  EXPECT_TRUE(r->survivors.empty());
+  EXPECT_TRUE(fifo.wait_eof(1s));
+}
+
 TEST_F(StopSemantics, SecondStopJoinsTheFirst) {
   auto c = spawn({"ignore-sigint", "ready", "never-exit"});
   wait_ready(c);

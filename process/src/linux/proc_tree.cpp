@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -200,6 +201,9 @@ int pidfd_send_signal(int pidfd, int sig) noexcept {
 bool poll_readable(int fd, std::chrono::milliseconds timeout) noexcept {
   using clock_type = std::chrono::steady_clock;
   pollfd p{fd, POLLIN, 0};
+  // poll() takes an int of milliseconds (~24.8 days): a longer wait (a caller's "forever") is that long, and the sum
+  // below cannot overflow.
+  timeout = std::min(timeout, std::chrono::milliseconds{std::numeric_limits<int>::max()});
   const auto deadline = clock_type::now() + timeout;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());

@@ -134,7 +134,8 @@ class child {
         std::move(policy));
   }
 
-  /// Send `signal` now (to the leader, its group, or the whole tree). Returns errc::not_running when the tree is gone.
+  /// Send `signal` now (to the leader, its group, or the whole tree). Returns errc::not_running when the tree is gone,
+  /// std::errc::invalid_argument for a number that is no signal (0 only checks that the target exists).
   boost::system::error_code send_signal(int signal, signal_target target = signal_target::leader) noexcept;
 
   struct impl;
