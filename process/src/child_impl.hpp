@@ -181,6 +181,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   std::vector<detail::handler_t<void(error_code, stop_report)>> stop_handlers;
   // pid -> start time of every member seen (not the agent) that may still run: the roots of the later sweeps.
   std::unordered_map<int, std::uint64_t> known_members;
+  bool scan_complete = true;  // the last scan_members saw every process (see detail::scan_processes)
   std::string tree_token;  // "AGENTHOST_TREE_TOKEN=<random>" in the agent's env: finds members that lost every link
 
   explicit impl(executor_type e, spawn_options o)
@@ -307,7 +308,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // The reaper is unresponsive or gone: kill what we can find below it ourselves.
   void host_side_kill_sweep();
   // Completes every stop handler with the report (one post; on an exception they are all still in stop_handlers).
-  void finish_stop(std::vector<int> survivors);
+  // `unverified`: the last scan missed processes (scan_complete false), so even no survivors is stop_incomplete.
+  void finish_stop(std::vector<int> survivors, bool unverified = false);
   // A finished stop's handlers, each with its report, completed in order from `next` by complete_stop_handlers().
   struct finished_stop {
     std::vector<detail::handler_t<void(error_code, stop_report)>> handlers;

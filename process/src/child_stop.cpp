@@ -26,9 +26,11 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
     if (shut_down) return {};
     on_direct_child_exit(false);
   }
-  const auto all = detail::scan_processes();
+  bool complete = true;
+  const auto all = detail::scan_processes(&complete);
   forget_departed_members(all);
   if (mode == containment_kind::reaper && !reaper_lost) {
+    scan_complete = true;  // the reaper's word decides, not the scan
     if (direct_reaped) return {};  // it said "empty" and exited: nothing is left
     // Members seen now are the roots of the sweeps should the reaper die later.
     auto members = detail::tree_members(all, direct_pid, false, 0);
@@ -64,6 +66,14 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
     now = detail::collect_tree(all, roots, agent_pid, ::getpid());
   for (const auto& m : now)
     if (m.pid != agent_pid) known_members.insert_or_assign(m.pid, m.start_time);  // a recycled pid: the new member
+  scan_complete = complete;
+  if (!complete) {
+    // A scan that missed processes (the host out of file descriptors) cannot show a member gone: the known ones that
+    // still exist stay members (forget_departed_members kept them).
+    for (const auto& [pid, start] : known_members)
+      if (std::none_of(now.begin(), now.end(), [&](const detail::proc_entry& m) { return m.pid == pid; }))
+        now.push_back({.pid = pid, .state = 'S', .start_time = start});
+  }
   return now;
 }
 
@@ -147,7 +157,7 @@ bool child::impl::session_kill_sweep(bool thorough) {
   // Session mode signals its agent through the pidfd above; a lost reaper's agent is one of the members.
   for (const auto& m : members)
     if (m.pid != agent_pid || mode == containment_kind::reaper) detail::signal_process(m, SIGKILL);
-  return members.empty() && direct_reaped;
+  return members.empty() && direct_reaped && scan_complete;
 }
 
 bool child::impl::reap_leader() {
@@ -165,7 +175,7 @@ bool child::impl::session_tree_gone(bool thorough) {
   reap_leader();
   // Scan even while the leader lives: members found now stay known after they are reparented.
   const bool members_left = !scan_members(thorough).empty();
-  return direct_reaped && !members_left;
+  return direct_reaped && !members_left && scan_complete;
 }
 
 void child::impl::stop(stop_policy p, handler_t<void(error_code, stop_report)> h) {
@@ -292,11 +302,11 @@ void child::impl::on_stop_tick() {
   std::vector<int> pids;
   for (const auto& s : survivors) pids.push_back(s.pid);
   if (!direct_reaped && mode == containment_kind::session) pids.push_back(agent_pid);
-  if (pids.empty() && (mode == containment_kind::session || direct_reaped)) {
+  if (pids.empty() && (mode == containment_kind::session || direct_reaped) && scan_complete) {
     tree_gone = true;
     return finish_stop({});
   }
-  finish_stop(std::move(pids));
+  finish_stop(std::move(pids), !scan_complete);
 }
 
 void child::impl::host_side_kill_sweep() {
@@ -326,7 +336,7 @@ void child::impl::complete_stop_handlers(const std::shared_ptr<finished_stop>& d
   }
 }
 
-void child::impl::finish_stop(std::vector<int> survivors) {
+void child::impl::finish_stop(std::vector<int> survivors, bool unverified) {
   stop_timer.cancel();
   stop_report r;
   r.phase = phase;
@@ -334,10 +344,13 @@ void child::impl::finish_stop(std::vector<int> survivors) {
   if (leader_status && leader_exit_time > stop_start) r.leader_exit_after = leader_exit_time - stop_start;
   r.leader_status = leader_status;
   r.survivors = std::move(survivors);
-  const error_code ec = r.survivors.empty() ? error_code{} : make_error_code(errc::stop_incomplete);
-  if (!r.survivors.empty()) {
+  const bool incomplete = !r.survivors.empty() || unverified;
+  const error_code ec = incomplete ? make_error_code(errc::stop_incomplete) : error_code{};
+  if (incomplete) {
     try {
-      log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived");
+      log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived" +
+                                (unverified ? "; the process scan failed (out of file descriptors?): there may be more"
+                                            : ""));
     } catch (...) {  // the logger's (or the message's allocation): the report still goes to every handler
     }
   }

@@ -306,39 +306,6 @@ TEST_F(StopSemantics, TwoHundredCyclesLeakNothing) {
   EXPECT_TRUE(processes_with_env("AGENTHOST_TEST_TOKEN=" + token).empty());
 }
 
-// Session containment: the agent exits, leaving in its session a child that has neither a parent link to it nor the
-// library's tree token (a fresh environment). Only the session finds it — and once the leader is reaped, the session's
-// id is only used while a member recorded before the reap still holds it. The stop must still kill that child.
-TEST(SessionStop, AMemberWithoutTokenOrParentLinkIsFoundThroughTheSession) {
-  asio::io_context io;
-  liveness_fifo fifo;
-  const std::string token = random_token();
-  const std::string script = "exec 9>'" + fifo.path() + "'; env -i AGENTHOST_TEST_TOKEN=" + token +
-                             " /bin/sleep 600 & echo ready";
-  auto c = child::spawn(io.get_executor(), {.executable = "/bin/sh",
-                                            .args = {"-c", script},
-                                            .containment = containment_kind::session});
-  ASSERT_TRUE(c) << c.error().message;
-  std::optional<exit_status> st;
-  c->async_wait([&](boost::system::error_code, exit_status s) { st = s; });
-  struct leftovers_guard {
-    std::string needle;
-    ~leftovers_guard() { kill_leftovers(needle); }
-  } guard{"AGENTHOST_TEST_TOKEN=" + token};
-  ASSERT_TRUE(read_until_line(io, *c, "ready"));
-  ASSERT_TRUE(run_until(io, [&] { return st.has_value(); }));
-  // The shell may exit before its background child has exec'd `env` (which sets the token): wait until it has.
-  ASSERT_TRUE(run_until(io, [&] { return processes_with_env("AGENTHOST_TEST_TOKEN=" + token).size() == 1; }))
-      << "the orphan runs";
-  std::optional<stop_report> report;
-  c->async_stop(stop_policy{.graceful_wait = std::chrono::milliseconds{100}},
-                [&](boost::system::error_code, stop_report r) { report = r; });
-  ASSERT_TRUE(run_until(io, [&] { return report.has_value(); }, 15s));
-  EXPECT_EQ(report->phase, stop_phase::kill);
-  EXPECT_TRUE(report->survivors.empty());
-  EXPECT_TRUE(fifo.wait_eof(1s)) << "the session's member survived";
-}
-
 // ---- the reaper dies ------------------------------------------------------------------------------------------------
 
 // The reaper dies by SIGKILL (an admin, the OOM killer) under a hostile tree: its orphans went to init (or the spawn

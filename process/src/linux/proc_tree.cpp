@@ -67,17 +67,29 @@ bool read_proc_entry(int pid, proc_entry& out) {
   return end != p;
 }
 
-std::vector<proc_entry> scan_processes() {
+std::vector<proc_entry> scan_processes(bool* complete) {
   std::vector<proc_entry> result;
+  const auto missed = [&] {
+    if (complete != nullptr) *complete = false;
+  };
+  if (complete != nullptr) *complete = true;
   const unique_dir dir{::opendir("/proc")};
-  if (!dir) return result;
+  if (!dir) {
+    missed();
+    return result;
+  }
   while (const dirent* d = ::readdir(dir.get())) {
     if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
     char* end = nullptr;
     const long pid = std::strtol(d->d_name, &end, 10);
     if (*end != '\0') continue;
     proc_entry e;
-    if (read_proc_entry(static_cast<int>(pid), e)) result.push_back(e);
+    errno = 0;
+    if (read_proc_entry(static_cast<int>(pid), e)) {
+      result.push_back(e);
+    } else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) {
+      missed();
+    }
   }
   return result;
 }

@@ -24,8 +24,11 @@ struct proc_entry {
 /// (pthread_exit) while others run is listed as a zombie with more than one thread, and it must still be killed.
 inline bool is_alive(const proc_entry& e) noexcept { return e.state != 'X' && (e.state != 'Z' || e.threads > 1); }
 
-/// Every process visible in /proc (races with exits are tolerated: vanished entries are skipped).
-std::vector<proc_entry> scan_processes();
+/// Every process visible in /proc (races with exits are tolerated: vanished entries are skipped). `*complete` (when
+/// given) is set false when the scan may have missed processes that exist: /proc could not be listed, or a process's
+/// stat could not be opened for want of a resource (EMFILE, ENFILE, ENOMEM) rather than because it exited. Such a
+/// scan proves nothing gone.
+std::vector<proc_entry> scan_processes(bool* complete = nullptr);
 
 /// Reads /proc/<pid>/stat; false when the process is gone.
 bool read_proc_entry(int pid, proc_entry& out);

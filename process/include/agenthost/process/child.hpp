@@ -123,7 +123,8 @@ class child {
   /// → SIGKILL every process of the tree → wait policy.kill_wait. Always runs to the end. Should the reaper helper
   /// die during the kill phase, the host kills the tree itself with one more kill_wait (graceful + 2 × kill_wait).
   /// Handler: void(boost::system::error_code ec, stop_report report). ec is errc::stop_incomplete when processes
-  ///   survived (listed in the report), otherwise success — also when the tree was already gone.
+  ///   survived (listed in the report) or could not be checked for (see stop_report), otherwise success — also when
+  ///   the tree was already gone.
   /// Per-operation cancellation: not supported, on purpose — cleanup cannot be cancelled. A stop requested from a
   ///   handler whose caller was already cancelled still runs to the end. A second stop joins the first: its handler
   ///   gets the same report (the first policy wins).

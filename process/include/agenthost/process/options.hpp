@@ -153,7 +153,9 @@ enum class stop_phase {
 };
 
 /// What a stop did. `survivors` is expected to be empty; when it is not, the stop completed with
-/// errc::stop_incomplete and lists what is still alive.
+/// errc::stop_incomplete and lists what is still alive. (Without a reaper, a stop whose /proc scans failed — the host
+/// out of file descriptors — cannot prove the tree gone: errc::stop_incomplete, with the members it knew of that
+/// still exist, possibly none.)
 struct stop_report {
   stop_phase phase = stop_phase::already_gone;
   /// From the start of the stop to the tree being gone (or to giving up).
