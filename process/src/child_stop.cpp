@@ -345,7 +345,10 @@ void child::impl::finish_stop(std::vector<int> survivors, bool unverified) {
   r.leader_status = leader_status;
   r.survivors = std::move(survivors);
   const bool incomplete = !r.survivors.empty() || unverified;
-  const error_code ec = incomplete ? make_error_code(errc::stop_incomplete) : error_code{};
+  error_code ec = incomplete ? make_error_code(errc::stop_incomplete) : error_code{};
+  // The child was destroyed during the stop: its destructor's bounded kill took over, and what it left is not known
+  // here — the stop is aborted (as every pending operation), not reported done.
+  if (shut_down) ec = boost::asio::error::operation_aborted;
   if (incomplete) {
     try {
       log(log_level::error, "stop incomplete: " + std::to_string(r.survivors.size()) + " process(es) survived" +

@@ -206,6 +206,20 @@ TEST_F(StopSemantics, AnEndlessGracefulWaitIsNotSkipped) {
   EXPECT_TRUE(fifo.wait_eof(1s));
 }
 
+// The child destroyed while its stop waits: the stop completes with operation_aborted (as every pending operation), not
+// with a success the destructor's bounded kill cannot vouch for; the tree is gone all the same.
+TEST_F(StopSemantics, DestroyingTheChildAbortsItsPendingStop) {
+  std::optional<child> c(spawn({"ignore-sigint", "ready", "never-exit"}));
+  wait_ready(*c);
+  std::optional<boost::system::error_code> ec;
+  c->async_stop(stop_policy{.graceful_wait = std::chrono::seconds{30}},
+                [&](boost::system::error_code e, stop_report) { ec = e; });
+  c.reset();
+  ASSERT_TRUE(run_until(io, [&] { return ec.has_value(); }));
+  EXPECT_EQ(*ec, asio::error::operation_aborted);
+  EXPECT_TRUE(fifo.wait_eof(1s));
+}
+
 TEST_F(StopSemantics, SecondStopJoinsTheFirst) {
   auto c = spawn({"ignore-sigint", "ready", "never-exit"});
   wait_ready(c);
