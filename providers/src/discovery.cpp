@@ -45,6 +45,12 @@ std::string search_path(const env_map& env) {
   return it == env.end() ? std::string("/usr/local/bin:/usr/bin:/bin") : it->second;
 }
 
+std::string executable_search_path(const process::environment_options& o) {
+  if (const auto it = o.set.find("PATH"); it != o.set.end()) return it->second;
+  if (const char* p = std::getenv("PATH"); p != nullptr && o.inherit) return p;
+  return "/usr/local/bin:/usr/bin:/bin";
+}
+
 file_check check_executable(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return file_check::missing;

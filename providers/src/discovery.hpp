@@ -23,6 +23,10 @@ env_map effective_environment(const process::environment_options& o);
 std::string env_value(const env_map& env, const std::string& name);
 /// The PATH used to find programs: the agent's, or the default process::child::spawn uses without one.
 std::string search_path(const env_map& env);
+/// The PATH process::child::spawn searches for a bare executable name (launch.cpp): env.set's, else the host's when
+/// inheriting — even when the allow-list or `unset` keeps it from the agent —, else the default. The probe finds the
+/// agent's executable the same way, so that it reports the file a run starts.
+std::string executable_search_path(const process::environment_options& o);
 
 enum class file_check { ok, missing, not_executable };
 /// A regular file we may execute?

@@ -210,7 +210,10 @@ class agent_probe : public std::enable_shared_from_this<agent_probe> {
     if (completed_) return;
     if (cancelled_) return complete();
     env_ = effective_environment(options_.env);
-    const auto found = find_program(options_.executable, env_, true);
+    // The executable as a run finds it (its PATH rule differs from the agent's environment when that filters PATH).
+    env_map lookup_env = env_;
+    lookup_env["PATH"] = executable_search_path(options_.env);
+    const auto found = find_program(options_.executable, lookup_env, true);
     if (found.found.empty()) return not_found(found);
     result_.executable = found.found;
     if (!found.on_path) {

@@ -130,6 +130,21 @@ TEST_F(Probe, PathLookupTakesTheFirstExecutableInPathOrder) {
   EXPECT_FALSE(contains(r.hints, "outside PATH"));
 }
 
+// An allow-list without PATH keeps PATH from the agent, but a run still finds its executable in the host's PATH
+// (process::child::spawn): the probe reports that same file.
+TEST_F(Probe, AFilteredPathFindsTheExecutableARunStarts) {
+  fake_pi("0.73.1", 0, bin / "pi");
+  const std::string saved = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin.string() + ":" + saved).c_str(), 1);
+  auto o = options("pi");
+  o.env = {.allow = {"HOME", "AGENTHOST_TEST_TOKEN"}};
+  const auto r = probe(o);
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_EQ(r.executable, bin / "pi") << joined(r.problems);
+  EXPECT_EQ(r.version, (version{0, 73, 1}));
+  EXPECT_FALSE(contains(r.hints, "outside PATH")) << joined(r.hints);
+}
+
 TEST_F(Probe, FallsBackToTheNpmGlobalBinInHome) {
   const auto exe = fake_pi("0.73.1", 0, home / ".npm-global" / "bin" / "pi");
   const auto r = probe(options("pi"));  // PATH = bin:/usr/bin:/bin, pi only in ~/.npm-global/bin

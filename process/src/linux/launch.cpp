@@ -9,12 +9,14 @@
 #include "reaper_server.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -118,6 +120,7 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
                        "read_chunk_bytes must be between 1 and 1 GiB, not " + std::to_string(options.read_chunk_bytes)};
 
   // Resolve and check everything we can before creating any process, so each failure names its path.
+  // (The probe, providers/src/discovery.cpp executable_search_path(), follows this rule: keep them alike.)
   std::string path_var;
   if (auto it = options.env.set.find("PATH"); it != options.env.set.end()) {
     path_var = it->second;
@@ -331,11 +334,23 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
     if (!pidfd && !auto_reaped) {
       // Without a pidfd we cannot signal or wait without PID-reuse races; refuse rather than run unsafely.
       const int e = errno;
-      // An adopting reaper already has the agent: EOF on its control socket makes it kill the tree and exit.
-      if (adopt) ctl_parent.reset();
-      else ::kill(*pid, SIGKILL);
       int st = 0;
-      ::waitpid(*pid, &st, 0);
+      if (mode == containment_kind::reaper) {
+        // The reaper (adopting, or reaper-first: it may have started the agent already) kills what it started and
+        // exits on EOF on its control socket; killing it instead would orphan that agent. Bounded: a reaper that
+        // does not exit within 2 s is killed.
+        ctl_parent.reset();
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        pid_t r = 0;
+        while ((r = ::waitpid(*pid, &st, WNOHANG)) == 0 && std::chrono::steady_clock::now() < give_up)
+          ::poll(nullptr, 0, 5);
+        if (r == 0) ::kill(*pid, SIGKILL);
+        if (r <= 0) ::waitpid(*pid, &st, 0);
+      } else {
+        ::kill(-*pid, SIGKILL);  // the agent leads its own session and group: what it forked already goes too
+        ::kill(*pid, SIGKILL);
+        ::waitpid(*pid, &st, 0);
+      }
       return os_error("pidfd_open (Linux >= 5.3 required)", e);
     }
     if (agent_pid < 0) agent_pid = *pid;
