@@ -70,9 +70,11 @@ std::vector<detail::proc_entry> child::impl::scan_members(bool thorough) {
   if (!complete) {
     // A scan that missed processes (the host out of file descriptors) cannot show a member gone: the known ones that
     // still exist stay members (forget_departed_members kept them).
-    for (const auto& [pid, start] : known_members)
-      if (std::none_of(now.begin(), now.end(), [&](const detail::proc_entry& m) { return m.pid == pid; }))
-        now.push_back({.pid = pid, .state = 'S', .start_time = start});
+    for (const auto& member : known_members) {
+      const int pid = member.first;  // (a structured binding cannot be captured before C++20 in clang 14)
+      if (std::none_of(now.begin(), now.end(), [pid](const detail::proc_entry& m) { return m.pid == pid; }))
+        now.push_back({.pid = pid, .state = 'S', .start_time = member.second});
+    }
   }
   return now;
 }
