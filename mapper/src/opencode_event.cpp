@@ -82,21 +82,14 @@ error_code event_parser::parse_part_metadata(od::value& v) {
   if (t != od::json_type::object) return simdjson::SUCCESS;
   od::object obj;
   if (auto e = v.get_object().get(obj)) return e;
-  for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) return e;
-    std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return e;
-    if (key != "providerExecuted") continue;
-    od::value fv = field.value();
-    if (auto e = fv.type().get(t)) return e;
-    bool b = false;
-    if (t == od::json_type::boolean) {
-      if (auto e = fv.get_bool().get(b)) return e;
-    }
-    ev.provider_executed = b;
-  }
-  return simdjson::SUCCESS;
+  bool other_type = false;  // a flag that is not a boolean is no flag, not a wrong type
+  return for_fields(obj, other_type, [&](std::string_view key, od::value& fv) -> error_code {
+    if (key != "providerExecuted") return simdjson::SUCCESS;
+    std::optional<bool> flag;
+    const error_code e = read_bool(fv, flag);
+    ev.provider_executed = flag.value_or(false);
+    return e;
+  });
 }
 
 error_code event_parser::parse_error(od::object& obj) {
