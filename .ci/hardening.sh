@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Hardening CI (self-contained; each configuration in its own build directory, built with -j1):
-#   1. build-hardening (the project's compiler): bad-input matrix, security, reaper arguments, no-files, the short
-#      soak, the fuzz regressions and seeds replayed without libFuzzer; then the full 1,000-cycle soak.
+# Hardening CI (self-contained; each configuration in its own build directory, built with AGENTHOST_JOBS jobs):
+#   1. build-hardening (the project's compiler; AGENTHOST_HARDENING_BUILD_DIR names a tree to reuse, such as the
+#      README's `build`, whose default targets include these): bad-input matrix, security, reaper arguments,
+#      no-files, the short soak, the fuzz regressions and seeds replayed without libFuzzer; then the full
+#      1,000-cycle soak.
 #   2. build-fuzz (clang 14, libFuzzer + ASan + UBSan, warnings are errors): the clang build check, a short run of every
 #      fuzz target (AGENTHOST_FUZZ_SECONDS each, default 60), the regressions replayed by the libFuzzer binaries.
 #   3. build-tsan (ThreadSanitizer): the process and provider tests and the short soak.
 # Every step runs even when an earlier one failed (unless it needs that step's build); the exit status is non-zero
 # when any step failed, and a timing summary is printed at the end.
-# Env: AGENTHOST_FUZZ_SECONDS (60), AGENTHOST_FULL_SOAK (1; 0 skips the 1,000-cycle soak), AGENTHOST_SKIP_SETUP=1.
+# Env: AGENTHOST_FUZZ_SECONDS (60), AGENTHOST_FULL_SOAK (1; 0 skips the 1,000-cycle soak), AGENTHOST_SKIP_SETUP=1,
+#      AGENTHOST_HARDENING_BUILD_DIR (build-hardening), AGENTHOST_JOBS (2: parallel compile jobs per build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CTEST_OUTPUT_ON_FAILURE=1
 fuzz_seconds=${AGENTHOST_FUZZ_SECONDS:-60}
 full_soak=${AGENTHOST_FULL_SOAK:-1}
+hardening_dir=${AGENTHOST_HARDENING_BUILD_DIR:-build-hardening}
+jobs=${AGENTHOST_JOBS:-2}
 t0=$(date +%s)
 failures=()
 timings=()
@@ -36,30 +41,33 @@ hardening_targets=(agenthost_hardening_tests agenthost_soak_tests agenthost_no_f
                    agenthost_replay_fuzz_cli_options agenthost_replay_fuzz_message_json
                    agenthost_replay_fuzz_reaper_protocol)
 hardening_tests='^(BadInput|Security|ReaperArguments|NoFiles|Soak)\.|^fuzz_'
-figures="$PWD/build-hardening/figures.txt"
+figures="$PWD/$hardening_dir/figures.txt"
 
 build_hardening() {
-  cmake -S . -B build-hardening -DAGENTHOST_BUILD_BENCH=OFF > /dev/null &&
-    cmake --build build-hardening -j1 --target "${hardening_targets[@]}"
+  # A reused tree keeps its own configuration (the README's has the benchmarks on); a new one leaves them out.
+  if [[ ! -f $hardening_dir/CMakeCache.txt ]]; then
+    cmake -S . -B "$hardening_dir" -DAGENTHOST_BUILD_BENCH=OFF > /dev/null || return 1
+  fi
+  cmake --build "$hardening_dir" -j"$jobs" --target "${hardening_targets[@]}"
 }
 test_hardening() {
   rm -f "$figures"
   # Serial: the large-line cases measure the test process's peak RSS.
-  AGENTHOST_HARDENING_FIGURES="$figures" ctest --test-dir build-hardening -R "$hardening_tests" -j1
+  AGENTHOST_HARDENING_FIGURES="$figures" ctest --test-dir "$hardening_dir" -R "$hardening_tests" -j1
 }
 full_soak() {
-  AGENTHOST_HARDENING_FIGURES="$figures" AGENTHOST_SOAK=1 ctest --test-dir build-hardening -R '^Soak\.FullCycles$'
+  AGENTHOST_HARDENING_FIGURES="$figures" AGENTHOST_SOAK=1 ctest --test-dir "$hardening_dir" -R '^Soak\.FullCycles$'
 }
 
 # ---- 2. fuzzing (clang) ----------------------------------------------------------------------------------------------
 fuzz_ready=0
 build_fuzz_werror() {
   cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAGENTHOST_FUZZ_WERROR=ON > /dev/null &&
-    cmake --build build-fuzz -j1 && fuzz_ready=1
+    cmake --build build-fuzz -j"$jobs" && fuzz_ready=1
 }
 build_fuzz_without_werror() {  # only after a -Werror failure: warnings must not keep the fuzzers from running
   cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAGENTHOST_FUZZ_WERROR=OFF > /dev/null &&
-    cmake --build build-fuzz -j1 && fuzz_ready=1
+    cmake --build build-fuzz -j"$jobs" && fuzz_ready=1
 }
 fuzz_short() { scripts/fuzz.sh --no-build "$fuzz_seconds"; }
 fuzz_regressions() { ctest --test-dir build-fuzz -j1; }
@@ -71,7 +79,7 @@ build_tsan() {
   # -Wno-tsan: GCC 12 warns that TSan does not model std::atomic_thread_fence (used by Boost.Asio), and warnings are
   # errors in our builds, so AGENTHOST_TSAN=ON alone does not compile with GCC 12.
   cmake -S . -B build-tsan -DAGENTHOST_TSAN=ON -DAGENTHOST_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-Wno-tsan > /dev/null &&
-    cmake --build build-tsan -j1 --target "${tsan_targets[@]}" && tsan_ready=1
+    cmake --build build-tsan -j"$jobs" --target "${tsan_targets[@]}" && tsan_ready=1
 }
 test_tsan() {
   # The suites of exactly these programs (ctest -R on their names).
@@ -103,7 +111,7 @@ if step "build-tsan" build_tsan; then
 fi
 
 echo
-echo "== figures (build-hardening/figures.txt)"
+echo "== figures ($hardening_dir/figures.txt)"
 cat "$figures" 2>/dev/null || echo "(none)"
 echo
 echo "== timings"
