@@ -99,8 +99,10 @@ int run_doctor(const parsed& p, bool human) {
   std::list<asio::cancellation_signal> cancels;  // stable addresses
   std::size_t pending = selected.size();
   asio::signal_set signals(io, SIGINT, SIGTERM);
+  bool interrupted = false;
   signals.async_wait([&](boost::system::error_code ec, int) {
     if (ec) return;
+    interrupted = true;
     for (auto& c : cancels) c.emit(asio::cancellation_type::terminal);
   });
   for (std::size_t i = 0; i < selected.size(); ++i) {
@@ -122,6 +124,8 @@ int run_doctor(const parsed& p, bool human) {
   }
   const bool all_usable =
       std::all_of(results.begin(), results.end(), [](const providers::probe_result& r) { return r.available; });
+  // What was found is still printed; the exit says the answer is incomplete, as `run` says a cancelled run.
+  if (interrupted) return 130;
   return all_usable ? 0 : 1;
 }
 

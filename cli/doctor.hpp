@@ -14,8 +14,8 @@ bool doctor_knows(std::string_view agent);
 std::string doctor_agent_names();
 
 /// Probes the requested agents (all known ones when p.agents is empty) concurrently and prints a table (`human`) or
-/// one JSON array. SIGINT/SIGTERM kill the running version commands. Returns 0 when every requested agent is usable,
-/// 1 otherwise.
+/// one JSON array. SIGINT/SIGTERM kill the running version commands; what was found is printed. Returns 130 after
+/// such a signal, else 0 when every requested agent is usable, 1 otherwise.
 int run_doctor(const parsed& p, bool human);
 
 }  // namespace agenthost::cli

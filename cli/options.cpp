@@ -28,8 +28,8 @@ const char* const usage_text =
     "Streams normalized messages as JSONL on stdout (a readable rendering on a terminal unless --json); logs on\n"
     "stderr. Durations: 500ms, 30s, 2m. Exit codes: 0 completed, 1 failed, 2 usage error, 130 cancelled.\n"
     "doctor: which agents are installed and usable (a table on a terminal, else one JSON array); exit 0 when every\n"
-    "requested agent (default: all known) is usable, 1 otherwise; --cwd: the folder the agents would run in (Gemini's\n"
-    "folder trust).\n";
+    "requested agent (default: all known) is usable, 1 otherwise, 130 when interrupted; --cwd: the folder the agents\n"
+    "would run in (Gemini's folder trust). --help after any command prints this text.\n";
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   if (text.empty()) return std::nullopt;
@@ -87,6 +87,8 @@ std::variant<parsed, std::string> parse_command_line(int argc, char** argv) {
       options_done = true;
       continue;
     }
+    // `agenthost run --help` asks for the usage, as every CLI does; after `--` it is a word of the prompt.
+    if (a == "--help" || a == "-h") return parsed{};
     // --name=value or --name value
     std::string name(a), value;
     bool has_inline = false;

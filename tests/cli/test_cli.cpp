@@ -218,6 +218,22 @@ TEST(Cli, UsageErrorsExitTwo) {
   }
 }
 
+TEST(Cli, HelpAfterACommandPrintsTheUsage) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, std::vector<std::string>{"run", "--help"},
+        std::vector<std::string>{"run", "--agent", "pi", "-h", "hi"}, std::vector<std::string>{"doctor", "--help"},
+        std::vector<std::string>{"map", "--agent", "pi", "--help"}}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0];
+    EXPECT_EQ(r.raw.rfind("usage:\n", 0), 0u) << args[0] << ": " << r.raw;
+  }
+  // After `--` it is the prompt's word: this run starts the agent (here one that does not exist).
+  const auto r = run_cli({"run", "--agent", "pi", "--executable", "/nonexistent/pi", "--", "--help"});
+  EXPECT_EQ(r.exit_code, 1) << r.raw;
+  ASSERT_EQ(r.messages.size(), 1u) << r.raw;
+  EXPECT_EQ(r.messages[0].content.at("reason"), "start_failed");
+}
+
 TEST(Cli, MissingExecutableIsAFailedRunNotAUsageError) {
   auto r = run_cli({"run", "--agent", "pi", "--executable", "/nonexistent/pi", "hello"});
   EXPECT_EQ(r.exit_code, 1);

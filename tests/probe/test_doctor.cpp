@@ -4,6 +4,9 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <csignal>
+#include <functional>
+
 #ifdef AGENTHOST_CLI
 
 using namespace agenthost;
@@ -19,7 +22,9 @@ struct cli_result {
 class Doctor : public probe_fixture {
  protected:
   // Runs the CLI with only PATH, HOME and the token in its environment; stdout is a pipe (so it prints JSON).
-  cli_result doctor(std::vector<std::string> args, const std::string& path_var) {
+  // `started(pid)` runs once the program is spawned, before its output is read.
+  cli_result doctor(std::vector<std::string> args, const std::string& path_var,
+                    const std::function<void(pid_t)>& started = {}) {
     args.insert(args.begin(), {AGENTHOST_CLI, "doctor"});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -40,6 +45,7 @@ class Doctor : public probe_fixture {
     EXPECT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), envp.data()), 0);
     posix_spawn_file_actions_destroy(&fa);
     ::close(out[1]);
+    if (started) started(pid);
     cli_result r;
     char buf[65536];
     for (;;) {
@@ -172,6 +178,28 @@ TEST_F(Doctor, HangingAgentIsBoundedByTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("timed out after 0.3 s"), std::string::npos) << r.out;
+}
+
+// Ctrl-C during a probe: the version command's tree is killed, what was found is printed (the executable), and the
+// exit says the answer was cut short (130, as `run` does) rather than "not usable" (1).
+TEST_F(Doctor, SigintKillsTheProbesPrintsWhatWasFoundAndExits130) {
+  const auto fifo = dir / "started";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The fake pi says it runs through the FIFO (its open blocks until the test reads), then hangs with a child.
+  write(bin / "pi", "#!/bin/sh\necho up > " + fifo.string() + "\nsleep 60 &\nsleep 60\n");
+  const auto r = doctor({"--agent", "pi", "--timeout", "30s"}, fakes_path(), [&](pid_t pid) {
+    std::ifstream in(fifo);  // returns once pi is running
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "up");
+    ::kill(pid, SIGINT);
+  });  // also checks no process is left
+  EXPECT_EQ(r.exit_code, 130) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array() && j.size() == 1u) << r.out;
+  EXPECT_EQ(j[0]["agent"], "pi");
+  EXPECT_EQ(j[0]["available"], false) << r.out;
+  EXPECT_EQ(j[0]["executable"], (bin / "pi").string()) << r.out;
 }
 
 TEST_F(Doctor, ExecutableOptionProbesThatFileForAnyAgent) {
