@@ -308,6 +308,7 @@ containment_kind child::containment() const noexcept { return impl_->mode; }
 std::string child::stderr_tail() const { return impl_->stderr_tail(); }
 std::uint64_t child::stderr_bytes() const noexcept { return impl_->err_total; }
 bool child::running() const noexcept { return !impl_->leader_status.has_value(); }
+bool child::stdout_pending() const noexcept { return impl_ && impl_->stdout_pending(); }
 void child::close_stdin() noexcept { impl_->close_stdin(); }
 boost::system::error_code child::send_signal(int signal, signal_target target) noexcept {
   return impl_->send_signal(signal, target);

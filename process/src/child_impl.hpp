@@ -148,6 +148,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // Lines a batched read brought after its read was cancelled (by another child's handler of the same tick): the
   // next read_lines delivers them at once.
   bool held_lines = false;
+  // Reads whose lines are posted to their handler but not there yet (see stdout_pending()).
+  std::uint32_t deliveries_in_flight = 0;
   // stderr
   std::vector<char> err_buf;
   std::string err_tail;
@@ -238,6 +240,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // executor, where the handler may start the next read at once: that read only arms the poller or posts, so the
   // stack does not grow.
   void complete_read(detail::handler_t<void(error_code, line_batch)> h, bool post);
+  bool stdout_pending() noexcept;
 
   // ---- stdout, coalescing mode --------------------------------------------------------------------------------
 

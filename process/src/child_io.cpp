@@ -6,6 +6,7 @@
 #include <boost/asio/write.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 namespace agenthost::process {
@@ -223,12 +224,26 @@ void child::impl::read_coalesced(bool from_initiation, long first) {
 void child::impl::complete_read(handler_t<void(error_code, line_batch)> h, bool post) {
   asio::get_associated_cancellation_slot(h).clear();
   const auto hex = asio::get_associated_executor(h, ex);
+  ++deliveries_in_flight;
   auto deliver = [self = shared_from_this(), h = std::move(h), lines = batch.view()]() mutable {
+    --self->deliveries_in_flight;
     if (self->shut_down) return std::move(h)(error_code(asio::error::operation_aborted), line_batch{});
     std::move(h)(error_code{}, lines);
   };
   if (post) return asio::post(ex, [hex, d = std::move(deliver)]() mutable { asio::dispatch(hex, std::move(d)); });
   detail::run_here_or_dispatch(hex, std::move(deliver));
+}
+
+bool child::impl::stdout_pending() noexcept {
+  // Lines on their way to a handler, or held for the next read: the thread was busy, not the agent silent. Lines the
+  // framer cut from bytes already read are always in one of these; what it keeps is a partial line, which is no line.
+  if (deliveries_in_flight > 0 || held_lines) return true;
+  if (out_eof || shut_down) return false;
+  // Bytes in the pipe: the coalescing poller's next tick, or (plain reads) the reactor's next turn, will read them.
+  const int fd = coalesced ? out_fd.get() : out.native_handle();
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
 void child::impl::write_stdin(asio::const_buffer data, handler_t<void(error_code, std::size_t)> h) {

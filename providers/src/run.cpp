@@ -121,8 +121,14 @@ class agent_run : public std::enable_shared_from_this<agent_run> {
     if (!d) return;
     const auto armed = ++generation;
     t.expires_after(*d);
-    t.async_wait([self = shared_from_this(), &generation, armed, what](error_code ec) {
+    t.async_wait([self = shared_from_this(), &t, &generation, armed, d, what](error_code ec) {
       if (ec || armed != generation) return;
+      // The agent did talk: its line only waits behind this handler, because the thread was busy (a slow consumer,
+      // another agent's burst) when the timer expired. Watch again; that line re-arms or calls off the watchdog.
+      if (std::string_view(what) != "deadline" && self->child_ && self->child_->stdout_pending()) {
+        self->arm(t, generation, d, what);
+        return;
+      }
       // Once the agent printed its final event the run counts as what it reported: a deadline still bounds the run
       // (the tree is stopped as by the linger), the other watchdogs have nothing left to watch. (A timer that expired
       // in the same turn as that event's line could not be cancelled any more: checked here.)

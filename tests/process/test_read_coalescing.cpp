@@ -250,6 +250,47 @@ TEST_F(ReadCoalescingTest, OneReadAtATime) {
   EXPECT_EQ(*first, asio::error::eof);
 }
 
+// stdout_pending(), which a watchdog asks before it calls an agent silent: false while the agent waits; true once its
+// line is in the pipe and no read took it; false again when a read handed it over, and at the end. Plain reads too.
+TEST_F(ReadCoalescingTest, StdoutPendingSeesALineNoReadHandedOver) {
+  for (const auto coalescing : {0us, 2000us}) {
+    auto c = spawn(options({"ready", "read-stdin"}, coalescing));
+    std::vector<std::string> got;
+    boost::system::error_code read_ec;
+    const auto read_once = [&] {
+      got.clear();
+      bool done = false;
+      c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
+        read_ec = ec;
+        for (const auto& l : b) got.emplace_back(l.text);
+        done = true;
+      });
+      EXPECT_TRUE(run_until(io, [&] { return done; }));
+    };
+    read_once();
+    EXPECT_EQ(got, std::vector<std::string>{"ready"});
+    EXPECT_FALSE(c.stdout_pending()) << coalescing.count();  // the agent waits for its stdin
+    bool written = false;
+    c.async_write_stdin(asio::buffer(std::string_view("x\n")), [&](boost::system::error_code ec, std::size_t) {
+      EXPECT_FALSE(ec);
+      written = true;
+    });
+    ASSERT_TRUE(run_until(io, [&] { return written; }));
+    // The echo comes when the agent runs; with no read pending it stays in the pipe.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!c.stdout_pending() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    EXPECT_TRUE(c.stdout_pending()) << coalescing.count();
+    read_once();
+    EXPECT_EQ(got, std::vector<std::string>{"stdin: x"});
+    EXPECT_FALSE(c.stdout_pending()) << coalescing.count();
+    c.close_stdin();  // the agent's steps end: it exits
+    read_once();
+    EXPECT_EQ(read_ec, asio::error::eof);
+    EXPECT_FALSE(c.stdout_pending()) << coalescing.count();
+    stop(c);
+  }
+}
+
 TEST_F(ReadCoalescingTest, CancellingAPendingReadLosesNoData) {
   // Declared before the child: on a failed assertion a read bound to them may still be pending when the test ends, and
   // the child's destructor completes it (a signal must outlive the operations bound to it).

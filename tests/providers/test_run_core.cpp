@@ -1,5 +1,6 @@
 // The run core (providers/run.hpp) at its edges, with the pi mapper: a cancellation before the run started, no
-// on_message, a completion handler on another io_context, start failures whose text is not UTF-8.
+// on_message, a completion handler on another io_context, start failures whose text is not UTF-8, a consumer slower
+// than the idle timeout.
 #include "test_util.hpp"
 
 #include <agenthost/mapper/pi_mapper.hpp>
@@ -11,6 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -91,6 +96,45 @@ TEST(RunCore, AStartFailureNamingANonUtf8PathIsValidUtf8) {
   EXPECT_NE(terminal.content.at("text").get<std::string>().find("/nonexistent/\xEF\xBF\xBDt\xEF\xBF\xBD/pi"),
             std::string::npos)
       << dumped;
+}
+
+// A consumer that keeps the thread longer than the idle timeout while the agent goes on: the agent's next lines wait
+// in the pipe, or in a read's posted delivery, when the timer's handler runs. That is a busy host, not a silent agent:
+// the run goes on and completes (it ended with timeout "idle"), with plain and with coalesced reads.
+TEST(RunCore, ASlowConsumerIsNotASilentAgent) {
+  for (const auto coalescing : {std::chrono::microseconds(0), std::chrono::microseconds(4000)}) {
+    char tmpl[] = "/tmp/agenthost-run-XXXXXX";
+    const std::string dir = ::mkdtemp(tmpl);
+    const std::string go = dir + "/go", printed = dir + "/printed", script = dir + "/agent";
+    ASSERT_EQ(::mkfifo(go.c_str(), 0600), 0);
+    ASSERT_EQ(::mkfifo(printed.c_str(), 0600), 0);
+    // The session header; then, once released, the rest of the run; then it says so and stays (the linger stops it).
+    std::ofstream(script) << "#!/bin/sh\nhead -n 1 " << answer_file() << "\nread x < " << go << "\ntail -n +2 "
+                          << answer_file() << "\necho printed > " << printed << "\nexec sleep 60\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    auto spawn = fake_pi({});
+    spawn.executable = script;
+    spawn.read_coalescing = coalescing;
+    const auto idle = std::chrono::milliseconds(100);
+    bool was_busy = false;
+    const auto terminal = providers::run_agent(
+        std::move(spawn), std::make_unique<mapper::pi_mapper>(),
+        {.idle_timeout = idle, .linger_after_finish = std::chrono::milliseconds(100)}, [&](const message& m) {
+          if (m.type != message_type::session_started) return;
+          const auto since = std::chrono::steady_clock::now();  // the idle timer was armed before this handler
+          std::ofstream(go) << "go\n";                         // the agent prints the rest of its run ...
+          std::string said;
+          std::getline(std::ifstream(printed), said);  // ... which is in the pipe once it said so
+          EXPECT_EQ(said, "printed");
+          // Busy past the idle timeout (what is under test, not a synchronization).
+          while (std::chrono::steady_clock::now() - since < 3 * idle) std::this_thread::sleep_for(idle);
+          was_busy = true;
+        });
+    EXPECT_TRUE(was_busy);
+    EXPECT_EQ(terminal.type, message_type::terminal_completed)
+        << coalescing.count() << " us coalescing: " << terminal.to_json_line();
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace

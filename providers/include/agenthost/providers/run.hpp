@@ -41,7 +41,8 @@ struct run_options {
   /// No stdout line within this time after the spawn → terminal.failed (timeout "first_event"). Default: none.
   std::optional<std::chrono::milliseconds> first_event_timeout{};
   /// No stdout line for this long, before the agent's final event → terminal.failed (timeout "idle"); once that event
-  /// came, silence is expected and linger_after_finish bounds the wait. Default: none.
+  /// came, silence is expected and linger_after_finish bounds the wait. A line the agent wrote in time but the host
+  /// had not read yet (its thread was busy) counts: this and first_event_timeout then wait again. Default: none.
   std::optional<std::chrono::milliseconds> idle_timeout{};
   /// Whole run longer than this → terminal.failed (timeout "deadline"); if the agent printed its final event before,
   /// the tree is stopped then and the run counts as what the agent reported, as after the linger. Default: none.
