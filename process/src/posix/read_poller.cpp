@@ -1,6 +1,7 @@
 #include "read_poller.hpp"
 
 #include <boost/asio/execution/context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -143,18 +144,41 @@ void read_poller::on_tick() {
     } guard{batched_};
     batch_.run();
     const std::span<const long> results = batch_.results();
-    for (std::size_t i = 0; i < batched_.size(); ++i) {
-      if (i + 1 < batched_.size() && batched_[i + 1].source->warm != nullptr)
-        batched_[i + 1].source->warm(batched_[i + 1].source->warm_arg);
-      batched_[i].source->complete_read(batched_[i].owner.get(), results[i]);
+    std::size_t i = 0;
+    try {
+      for (; i < batched_.size(); ++i) {
+        if (i + 1 < batched_.size() && batched_[i + 1].source->warm != nullptr)
+          batched_[i + 1].source->warm(batched_[i + 1].source->warm_arg);
+        batched_[i].source->complete_read(batched_[i].owner.get(), results[i]);
+      }
+    } catch (...) {
+      // A user handler threw out of a completion; it leaves run() as from any handler. The children after it had their
+      // bytes read already: their completions are queued on their executors, to run when run() is called again, as
+      // any handler left in the queue would. (Dropped, their reads would never complete and those bytes be lost.)
+      for (std::size_t j = i + 1; j < batched_.size(); ++j)
+        boost::asio::post(batched_[j].source->executor, [s = batched_[j].source, o = batched_[j].owner, n = results[j]] {
+          s->complete_read(o.get(), n);
+        });
+      post_on_ready(ready, 0);
+      throw;
     }
     // The owners are released by the guard only now: a completion may have destroyed their children.
   }
   for (std::size_t i = 0; i < ready.size(); ++i) {
     if (i + 1 < ready.size() && ready[i + 1]->warm != nullptr) ready[i + 1]->warm(ready[i + 1]->warm_arg);
     auto& r = ready[i];
-    run_here_or_dispatch(r->executor, [r] { r->on_ready(); });
+    try {
+      run_here_or_dispatch(r->executor, [r] { r->on_ready(); });
+    } catch (...) {
+      post_on_ready(ready, i + 1);  // as above: the rest are not left armed-off and never read
+      throw;
+    }
   }
+}
+
+void read_poller::post_on_ready(const std::vector<std::shared_ptr<poll_source>>& ready, std::size_t from) {
+  for (std::size_t j = from; j < ready.size(); ++j)
+    boost::asio::post(ready[j]->executor, [r = ready[j]] { r->on_ready(); });
 }
 
 }  // namespace agenthost::process::detail
