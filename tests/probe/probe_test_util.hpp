@@ -66,6 +66,18 @@ class probe_fixture : public ::testing::Test {
     return fake_agent("pi", output, code, where);
   }
 
+  /// An npm install of pi `version` under dir (needing Node.js >= 22.19.0): bin/pi ->
+  /// ../lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js, a script for `node`.
+  void npm_install_pi(const std::string& version) const {
+    const auto pkg = dir / "lib" / "node_modules" / "@earendil-works" / "pi-coding-agent";
+    write(pkg / "package.json",
+          R"({"name": "@earendil-works/pi-coding-agent", "version": ")" + version +
+              R"(", "engines": {"node": ">=22.19.0"}})",
+          0644);
+    write(pkg / "dist" / "cli.js", "#!/usr/bin/env node\nimport './main.js'\n");
+    fs::create_symlink("../lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js", bin / "pi");
+  }
+
   /// A fake node: `node --version` prints `version`; `node SCRIPT --version` prints `pi_version` (the agent's version
   /// line, any agent; empty: fails like a Node.js too old for the script).
   static fs::path fake_node(const fs::path& path, const std::string& version, const std::string& pi_version) {

@@ -282,13 +282,7 @@ TEST_F(Probe, HangingNodeUsesUpTheTimeoutAndPiIsNotRun) {
 }
 
 TEST_F(Probe, PackageJsonGivesTheVersionWhenNodeIsTooOldToRunPi) {
-  // An npm install: bin/pi -> ../lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js; node v20 cannot even
-  // run `pi --version`.
-  const auto pkg = dir / "lib" / "node_modules" / "@earendil-works" / "pi-coding-agent";
-  write(pkg / "package.json",
-        R"({"name": "@earendil-works/pi-coding-agent", "version": "1.6.0", "engines": {"node": ">=22.19.0"}})", 0644);
-  write(pkg / "dist" / "cli.js", "#!/usr/bin/env node\nimport './main.js'\n");
-  fs::create_symlink("../lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js", bin / "pi");
+  npm_install_pi("1.6.0");  // node v20 cannot even run `pi --version`
   fake_node(bin / "node", "v20.11.0", "");
   const auto r = probe(options("pi"));
   EXPECT_FALSE(r.available);
@@ -300,11 +294,7 @@ TEST_F(Probe, PackageJsonGivesTheVersionWhenNodeIsTooOldToRunPi) {
 
 // run_version_commands = false: the executable and the npm install's version, and not one process started.
 TEST_F(Probe, AQuickProbeStartsNothingAndTakesTheVersionFromPackageJson) {
-  const auto pkg = dir / "lib" / "node_modules" / "@earendil-works" / "pi-coding-agent";
-  write(pkg / "package.json",
-        R"({"name": "@earendil-works/pi-coding-agent", "version": "1.6.0", "engines": {"node": ">=22.19.0"}})", 0644);
-  write(pkg / "dist" / "cli.js", "#!/usr/bin/env node\nimport './main.js'\n");
-  fs::create_symlink("../lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js", bin / "pi");
+  npm_install_pi("1.6.0");
   const auto ran = dir / "node-ran";
   write(bin / "node", "#!/bin/sh\ntouch '" + ran.string() + "'\necho v22.20.0\n");
   auto o = options("pi");
