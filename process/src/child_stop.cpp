@@ -322,18 +322,25 @@ void child::impl::host_side_kill_sweep() {
 void child::impl::complete_stop_handlers(const std::shared_ptr<finished_stop>& done, const executor_type& fallback) {
   while (done->next < done->handlers.size()) {
     const std::size_t i = done->next++;
-    auto& h = done->handlers[i];
-    const auto hex = boost::asio::get_associated_executor(h, fallback);
+    const auto hex = boost::asio::get_associated_executor(done->handlers[i], fallback);
     try {
-      // Inline when the handler's executor is ours (we run on it), else one hop.
-      boost::asio::dispatch(hex, [h = std::move(h), ec = done->ec, report = std::move(done->reports[i])]() mutable {
-        std::move(h)(ec, std::move(report));
+      // Inline when the handler's executor is ours (we run on it), else one hop. The handler leaves `done` only in
+      // the hop's function: a hop that found no memory (std::bad_alloc before it ran) destroys that function, and a
+      // handler moved into it would be lost with it.
+      boost::asio::dispatch(hex, [done, i] {
+        auto h = std::move(done->handlers[i]);
+        std::move(h)(done->ec, std::move(done->reports[i]));
       });
     } catch (...) {
-      // A handler that threw, or a hop that found no memory: the others get a post of their own, made first.
+      // The handler threw (it is gone from `done`: its exception leaves run(), as from any handler), or its hop found
+      // no memory (it is still there: the retry starts with it, and the exception ends here). The others get a post
+      // of their own, made first.
+      const bool ran = !done->handlers[i];
+      if (!ran) done->next = i;
       if (done->next < done->handlers.size())
         boost::asio::post(fallback, [done, fallback] { complete_stop_handlers(done, fallback); });
-      throw;
+      if (ran) throw;
+      return;
     }
   }
 }

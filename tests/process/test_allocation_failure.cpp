@@ -8,6 +8,9 @@
 
 #include <agenthost/process/child.hpp>
 
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/strand.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -163,6 +166,51 @@ TEST_F(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterS
     EXPECT_EQ(later->phase, stop_phase::already_gone);
   }
   EXPECT_GE(failures, 2) << "async_stop allocated too little for the test to test anything";
+}
+
+// The stop's handler is bound to a strand: its completion hops there, and that hop allocates. A hop that finds no
+// memory must not lose the handler (it was moved into the hop's function, destroyed with it): the handler is called
+// once, later, or async_stop threw and it is never called.
+TEST_F(StopUnderMemoryPressure, AStopHandlerWhoseHopFindsNoMemoryIsStillCalledOnce) {
+  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                             .args = {"exit", "0"},
+                                             .containment = containment_kind::session});
+  ASSERT_TRUE(c) << c.error().message;
+  std::optional<stop_report> first;
+  c->async_stop({}, [&](boost::system::error_code, stop_report rep) { first = rep; });
+  ASSERT_TRUE(run_until(io, [&] { return first.has_value(); }));
+
+  auto strand = asio::make_strand(io);
+  int failures = 0;
+  for (int k = 0; k < 20; ++k) {
+    bool threw = false;
+    int calls = 0;
+    t_fail_aligned_after = k;  // the k-th of this thread's Asio allocations from here on fails
+    try {
+      c->async_stop({}, asio::bind_executor(strand, [&](boost::system::error_code, stop_report) { ++calls; }));
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{300};
+    while (calls == 0 && !threw && std::chrono::steady_clock::now() < deadline) {
+      try {
+        if (io.stopped()) io.restart();
+        io.run_one_for(std::chrono::milliseconds{10});
+      } catch (const std::bad_alloc&) {
+        ++escaped;
+      }
+    }
+    const bool failed = t_fail_aligned_after == -1;
+    t_fail_aligned_after = -1;
+    if (!failed) break;  // the stop made fewer than k + 1 such allocations
+    ++failures;
+    io.restart();
+    io.poll();  // a second call would come now
+    EXPECT_EQ(calls + (threw ? 1 : 0), 1) << "allocation " << k << ": the handler must be called once, or async_stop "
+                                          << "throw (called " << calls << (threw ? ", threw)" : ")");
+  }
+  EXPECT_GE(failures, 3) << "the stop allocated too little for the test to test anything";
+  EXPECT_EQ(escaped, 0) << "a std::bad_alloc of the stop's completion left io_context::run_one_for()";
 }
 
 }  // namespace
