@@ -73,6 +73,12 @@ struct opencode_mapper::impl {
   std::size_t few_count = 0;
   std::unordered_set<std::string, string_hash, std::equal_to<>> seen_parts;
   held_thoughts thoughts{options.thought_release_batch};  // buffered reasoning, released when the final step ends
+  // The recent call ids, and the parts that used one first (a part has one call id). Some OpenAI-compatible
+  // servers number their tool calls per response (`call_0` in every step): the same call id in another part is
+  // another call, not the first one printed again. Bounded as the core's memory of closed calls is (past it, the core
+  // takes a reused id for a new call anyway); both sets are filled together, so they forget together. No allocation
+  // once warm (recent_ids reuses its strings; a map of strings broke Recycle.ASteadyRunOfToolCallsAllocatesNothing).
+  recent_ids call_ids{kRememberedClosedCalls}, first_parts{kRememberedClosedCalls};
 
 
   // ---- mapping ----------------------------------------------------------------------------------------------------
@@ -137,7 +143,7 @@ struct opencode_mapper::impl {
 
   void on_tool(std::vector<message>& out) {
     // The model's call id names the call; the part id stands in if opencode ever leaves it out.
-    const std::string_view id = ev.call_id.empty() ? ev.part_id : ev.call_id;
+    const std::string_view id = tool_call_id();
     const std::string_view name = ev.tool.empty() ? std::string_view("tool") : ev.tool;
     if (!ev.provider_executed && !interrupted()) {
       step_ran_tool = true;
@@ -160,6 +166,20 @@ struct opencode_mapper::impl {
       raw.string("status", ev.status);
       if (!ev.title.empty()) raw.string("title", ev.title);
     });
+  }
+
+  /// The call id of the current tool part: the model's, or this part's id when an earlier part used that call id (the
+  /// model reused it). A part without a call id uses its part id.
+  std::string_view tool_call_id() {
+    if (ev.call_id.empty()) return ev.part_id;
+    if (ev.part_id.empty()) return ev.call_id;
+    const std::uint32_t h = id_slots::hash_of(ev.call_id);
+    if (!call_ids.contains(ev.call_id, h)) {
+      call_ids.insert_absent(ev.call_id, h);
+      first_parts.insert(ev.part_id);
+      return ev.call_id;
+    }
+    return first_parts.contains(ev.part_id) ? ev.call_id : ev.part_id;
   }
 
   /// A tool part opencode counts as interrupted (its `Ba` in session/prompt.ts): failed, with

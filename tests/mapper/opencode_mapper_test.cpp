@@ -476,6 +476,38 @@ TEST(OpencodeMapper, FailedToolAndOpenCallClosedByFinish) {
   EXPECT_EQ(terminal(out).content.at("reason"), "no_terminal_event");
 }
 
+// Some OpenAI-compatible servers number their tool calls per response: `call_0` in every step. The call of a later
+// step is another call (named by its part id), while the same part printed again (running, then completed, or a
+// repeated line) stays the one call.
+TEST(OpencodeMapper, ACallIdTheModelReusesInALaterStepIsAnotherCall) {
+  const auto tool = [](const std::string& part, const std::string& msg, const std::string& status,
+                       const std::string& command) {
+    return json{{"type", "tool_use"},
+                {"sessionID", "ses_1"},
+                {"part",
+                 {{"id", part},
+                  {"messageID", msg},
+                  {"type", "tool"},
+                  {"tool", "bash"},
+                  {"callID", "call_0"},
+                  {"state", {{"status", status}, {"input", {{"command", command}}}, {"output", command + " ran"}}}}}}
+        .dump();
+  };
+  const auto out = run_oc({kStart, tool("p1", "m1", "completed", "ls"), tool("p2", "m2", "running", "pwd"),
+                           tool("p2", "m2", "completed", "pwd"), tool("p2", "m2", "completed", "pwd"),
+                           tool("p1", "m1", "completed", "ls")},
+                          {}, exit0);
+  expect_valid_run(out);
+  const auto calls = of_type(out, message_type::tool_call);
+  const auto done = of_type(out, message_type::tool_completed);
+  ASSERT_EQ(calls.size(), 2u) << to_jsonl(out);
+  ASSERT_EQ(done.size(), 2u) << to_jsonl(out);
+  EXPECT_EQ(calls[0].content.at("tool_call_id"), "call_0");
+  EXPECT_EQ(calls[1].content.at("tool_call_id"), "p2");
+  EXPECT_EQ(done[1].content.at("tool_call_id"), "p2");
+  EXPECT_EQ(done[1].content.at("output"), "pwd ran") << to_jsonl(out);
+}
+
 TEST(OpencodeMapper, OversizeLineAndResumedSession) {
   opencode_mapper m({.requested_session_id = "ses_1"});
   std::vector<message> out;
