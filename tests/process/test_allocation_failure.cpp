@@ -64,6 +64,18 @@ class StopUnderMemoryPressure : public ::testing::Test {
     return std::move(*c);
   }
 
+  // A child whose tree is gone, stopped once: a stop of it now completes at once ("already gone").
+  child spawn_gone() {
+    auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                               .args = {"exit", "0"},
+                                               .containment = containment_kind::session});
+    if (!c) throw std::runtime_error("spawn failed: " + c.error().message);
+    std::optional<stop_report> first;
+    c->async_stop({}, [&](boost::system::error_code, stop_report rep) { first = rep; });
+    if (!run_until(io, [&] { return first.has_value(); })) throw std::runtime_error("the first stop never completed");
+    return std::move(*c);
+  }
+
   // Runs one handler of `io` with the allocation after `n` others of `countdown` failing; true when it failed (the
   // handler allocated that much). A std::bad_alloc that leaves run_one_for() counts in `escaped`.
   bool run_one_failing(int& countdown, int n, std::chrono::milliseconds timeout) {
@@ -133,13 +145,7 @@ TEST_F(StopUnderMemoryPressure, AStopWhoseCompletionCannotBePostedCompletesOnThe
 }
 
 TEST_F(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterStopStillCompletes) {
-  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
-                                             .args = {"exit", "0"},
-                                             .containment = containment_kind::session});
-  ASSERT_TRUE(c) << c.error().message;
-  std::optional<stop_report> first;
-  c->async_stop({}, [&](boost::system::error_code, stop_report rep) { first = rep; });
-  ASSERT_TRUE(run_until(io, [&] { return first.has_value(); }));
+  auto c = spawn_gone();
 
   // The tree is gone: a stop completes at once, through Asio operations (the handler's wrapper, a post) that find no
   // memory, the first, the second, …: async_stop either throws (and its handler is not called) or completes it. Either
@@ -149,7 +155,7 @@ TEST_F(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterS
     bool threw = false, called = false;
     t_fail_aligned_after = k;
     try {
-      c->async_stop({}, [&](boost::system::error_code, stop_report) { called = true; });
+      c.async_stop({}, [&](boost::system::error_code, stop_report) { called = true; });
     } catch (const std::bad_alloc&) {
       threw = true;
     }
@@ -160,7 +166,7 @@ TEST_F(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterS
     run_until(io, [&] { return called; }, std::chrono::milliseconds{200});
     EXPECT_NE(threw, called) << "allocation " << k << ": async_stop must either throw or complete";
     std::optional<stop_report> later;
-    c->async_stop({}, [&](boost::system::error_code, stop_report rep) { later = rep; });
+    c.async_stop({}, [&](boost::system::error_code, stop_report rep) { later = rep; });
     ASSERT_TRUE(run_until(io, [&] { return later.has_value(); }, std::chrono::seconds{5}))
         << "allocation " << k << ": a later stop never completed";
     EXPECT_EQ(later->phase, stop_phase::already_gone);
@@ -172,13 +178,7 @@ TEST_F(StopUnderMemoryPressure, AStopThatCannotPostItsCompletionThrowsAndALaterS
 // memory must not lose the handler (it was moved into the hop's function, destroyed with it): the handler is called
 // once, later, or async_stop threw and it is never called.
 TEST_F(StopUnderMemoryPressure, AStopHandlerWhoseHopFindsNoMemoryIsStillCalledOnce) {
-  auto c = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
-                                             .args = {"exit", "0"},
-                                             .containment = containment_kind::session});
-  ASSERT_TRUE(c) << c.error().message;
-  std::optional<stop_report> first;
-  c->async_stop({}, [&](boost::system::error_code, stop_report rep) { first = rep; });
-  ASSERT_TRUE(run_until(io, [&] { return first.has_value(); }));
+  auto c = spawn_gone();
 
   auto strand = asio::make_strand(io);
   int failures = 0;
@@ -187,7 +187,7 @@ TEST_F(StopUnderMemoryPressure, AStopHandlerWhoseHopFindsNoMemoryIsStillCalledOn
     int calls = 0;
     t_fail_aligned_after = k;  // the k-th of this thread's Asio allocations from here on fails
     try {
-      c->async_stop({}, asio::bind_executor(strand, [&](boost::system::error_code, stop_report) { ++calls; }));
+      c.async_stop({}, asio::bind_executor(strand, [&](boost::system::error_code, stop_report) { ++calls; }));
     } catch (const std::bad_alloc&) {
       threw = true;
     }
