@@ -110,7 +110,7 @@ if [[ $fuzz_ready == 1 ]]; then
 fi
 
 if step "build-tsan" build_tsan; then
-  step "ThreadSanitizer: process, provider, soak" test_tsan
+  step "ThreadSanitizer: ${tsan_targets[*]#agenthost_}" test_tsan
 fi
 
 echo
