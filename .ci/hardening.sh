@@ -62,12 +62,9 @@ full_soak() {
 
 # ---- 2. fuzzing (clang) ----------------------------------------------------------------------------------------------
 fuzz_ready=0
-build_fuzz_werror() {
-  cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAGENTHOST_FUZZ_WERROR=ON > /dev/null &&
-    cmake --build build-fuzz -j"$jobs" && fuzz_ready=1
-}
-build_fuzz_without_werror() {  # only after a -Werror failure: warnings must not keep the fuzzers from running
-  cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAGENTHOST_FUZZ_WERROR=OFF > /dev/null &&
+# $1: ON (warnings are errors), or OFF, only after an ON failure: warnings must not keep the fuzzers from running.
+build_fuzz() {
+  cmake -S tests/fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DAGENTHOST_FUZZ_WERROR="$1" > /dev/null &&
     cmake --build build-fuzz -j"$jobs" && fuzz_ready=1
 }
 fuzz_short() { scripts/fuzz.sh --no-build "$fuzz_seconds"; }
@@ -101,8 +98,8 @@ if step "build-hardening" build_hardening; then
   if [[ $full_soak == 1 ]]; then step "full soak (1,000 cycles, 8 concurrent)" full_soak; fi
 fi
 
-if ! step "build-fuzz (clang 14, -Werror)" build_fuzz_werror; then
-  step "build-fuzz (clang 14, warnings allowed)" build_fuzz_without_werror
+if ! step "build-fuzz (clang 14, -Werror)" build_fuzz ON; then
+  step "build-fuzz (clang 14, warnings allowed)" build_fuzz OFF
 fi
 if [[ $fuzz_ready == 1 ]]; then
   step "fuzz ${fuzz_seconds}s per target" fuzz_short

@@ -85,6 +85,12 @@ class ReadCoalescingTest : public ::testing::Test {
     return std::move(*c);
   }
 
+  // Waits, up to `deadline`, until `c` has output that no read took (stdout_pending); true when it has.
+  static bool wait_for_unread_output(child& c, std::chrono::steady_clock::time_point deadline) {
+    while (!c.stdout_pending() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    return c.stdout_pending();
+  }
+
   void stop(child& c) {
     bool done = false;
     c.async_stop(stop_policy::kill_now(), [&](boost::system::error_code ec, stop_report) {

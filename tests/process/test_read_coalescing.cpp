@@ -135,9 +135,7 @@ TEST_F(ReadCoalescingTest, StdoutPendingSeesALineNoReadHandedOver) {
     });
     ASSERT_TRUE(run_until(io, [&] { return written; }));
     // The echo comes when the agent runs; with no read pending it stays in the pipe.
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!c.stdout_pending() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-    EXPECT_TRUE(c.stdout_pending()) << coalescing.count();
+    EXPECT_TRUE(wait_for_unread_output(c, std::chrono::steady_clock::now() + 10s)) << coalescing.count();
     read_once();
     EXPECT_EQ(got, std::vector<std::string>{"stdin: x"});
     EXPECT_FALSE(c.stdout_pending()) << coalescing.count();

@@ -63,8 +63,7 @@ TEST_F(ReadCoalescingTest, AHandlerThatThrowsStrandsNoOtherReadOfItsTick) {
     children.push_back(std::make_unique<child>(spawn(options({"stdout", "ready", "never-exit"}, 200ms))));
   // Every line is in its pipe before any read starts: the first tick sees them all.
   const auto deadline = std::chrono::steady_clock::now() + 10s;
-  for (auto& c : children)
-    while (!c->stdout_pending() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  for (auto& c : children) wait_for_unread_output(*c, deadline);
   std::vector<std::vector<std::string>> got(children.size());
   bool threw = false;
   for (std::size_t i = 0; i < children.size(); ++i) {

@@ -78,8 +78,9 @@ class child {
   [[nodiscard]] bool running() const noexcept;
   /// True when the agent wrote a line that no read has handed over yet: a read's lines on their way to its handler
   /// (posted), lines held for the next read, or bytes waiting in the pipe (a zero-timeout poll(2); they may be only
-  /// part of a line). A partial line already read does not count. For watchdogs: an agent whose output only waits for a busy thread is not silent.
-  /// False once stdout reached its end. At most one system call; same thread-safety as every other function.
+  /// part of a line). A partial line already read does not count. For watchdogs: an agent whose output only waits
+  /// for a busy thread is not silent. False once stdout reached its end. At most one system call; same thread-safety
+  /// as every other function.
   [[nodiscard]] bool stdout_pending() const noexcept;
 
   /// Read the next lines of stdout.
