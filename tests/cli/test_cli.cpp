@@ -3,9 +3,6 @@
 
 #include <agenthost/transport/message.hpp>
 
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <fstream>
 
@@ -29,9 +26,6 @@ struct cli_result {
 cli_result run_cli(std::vector<std::string> args, const std::string& stdin_file = "/dev/null", int sig = 0,
                    const std::string& trigger = {}, const std::vector<std::string>& extra_env = {}) {
   args.insert(args.begin(), AGENTHOST_CLI);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   std::vector<std::string> env_store;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry = *e;
@@ -42,38 +36,15 @@ cli_result run_cli(std::vector<std::string> args, const std::string& stdin_file 
     if (!replaced) env_store.emplace_back(entry);
   }
   env_store.insert(env_store.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  int out[2];
-  EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, stdin_file.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  EXPECT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(out[1]);
-  cli_result r;
   bool signalled = false;
-  char buf[65536];
-  for (;;) {
-    pollfd p{out[0], POLLIN, 0};
-    if (::poll(&p, 1, 30000) <= 0) break;
-    const ssize_t n = ::read(out[0], buf, sizeof buf);
-    if (n <= 0) break;
-    r.raw.append(buf, static_cast<std::size_t>(n));
-    if (sig != 0 && !signalled && r.raw.find(trigger) != std::string::npos) {
-      ::kill(pid, sig);
-      signalled = true;
-    }
-  }
-  ::close(out[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto run = run_program(std::move(args), std::move(env_store), stdin_file, std::chrono::seconds(30), {},
+                         [&](const std::string& out, pid_t pid) {
+                           if (sig != 0 && !signalled && out.find(trigger) != std::string::npos) {
+                             ::kill(pid, sig);
+                             signalled = true;
+                           }
+                         });
+  cli_result r{.exit_code = run.exit_code, .messages = {}, .raw = std::move(run.out)};
   std::size_t pos = 0;
   while (pos < r.raw.size()) {
     auto end = r.raw.find('\n', pos);

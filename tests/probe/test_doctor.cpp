@@ -1,9 +1,6 @@
 // `agenthost doctor` as a user (or an IDE) runs it: JSON when stdout is not a terminal, exit codes.
 #include "probe_test_util.hpp"
 
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <csignal>
 #include <functional>
 
@@ -26,39 +23,11 @@ class Doctor : public probe_fixture {
   cli_result doctor(std::vector<std::string> args, const std::string& path_var,
                     const std::function<void(pid_t)>& started = {}) {
     args.insert(args.begin(), {AGENTHOST_CLI, "doctor"});
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_store = {"PATH=" + path_var, "HOME=" + home.string(), needle(),
-                                          std::string("AGENTHOST_REAPER=") + AGENTHOST_REAPER};
-    std::vector<char*> envp;
-    for (auto& e : env_store) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    int out[2];
-    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid = 0;
-    EXPECT_EQ(::posix_spawn(&pid, AGENTHOST_CLI, &fa, nullptr, argv.data(), envp.data()), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(out[1]);
-    if (started) started(pid);
-    cli_result r;
-    char buf[65536];
-    for (;;) {
-      pollfd p{out[0], POLLIN, 0};
-      if (::poll(&p, 1, 30000) <= 0) break;
-      const ssize_t n = ::read(out[0], buf, sizeof buf);
-      if (n <= 0) break;
-      r.out.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(out[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    auto run = run_program(std::move(args),
+                           {"PATH=" + path_var, "HOME=" + home.string(), needle(),
+                            std::string("AGENTHOST_REAPER=") + AGENTHOST_REAPER},
+                           "/dev/null", std::chrono::seconds(30), started);
+    cli_result r{.exit_code = run.exit_code, .out = std::move(run.out)};
     EXPECT_TRUE(processes_with_env(needle()).empty()) << "doctor left processes behind";
     return r;
   }

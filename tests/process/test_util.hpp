@@ -13,10 +13,12 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -245,6 +247,67 @@ inline test_host spawn_test_host(const std::string& gtest_filter, const std::str
   }
   ::close(ready_pipe[0]);
   return h;
+}
+
+/// How a program run by run_program ended, and what it printed on stdout.
+struct program_result {
+  int exit_code = -1;  // its exit code, or 128 + the signal that ended it
+  std::string out;
+};
+
+/// Runs `argv` (argv[0] is the program's path; no shell, no PATH search) with exactly the environment `env`, stdin
+/// opened from `stdin_file`, stdout a pipe read to its end, stderr /dev/null. `started(pid)` runs once it is spawned,
+/// before its output is read; `on_output(out, pid)` after each read. A program silent for `silence_limit` is
+/// SIGKILLed and the test fails, so a CLI that hangs cannot hang the test.
+inline program_result run_program(std::vector<std::string> argv, std::vector<std::string> env,
+                                  const std::string& stdin_file = "/dev/null",
+                                  std::chrono::milliseconds silence_limit = std::chrono::seconds(30),
+                                  const std::function<void(pid_t)>& started = {},
+                                  const std::function<void(const std::string&, pid_t)>& on_output = {}) {
+  program_result r;
+  std::vector<char*> args, envp;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "pipe2 failed";
+    return r;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, stdin_file.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out[1]);
+  if (spawned != 0) {
+    ADD_FAILURE() << "posix_spawn of " << argv[0] << " failed: " << std::strerror(spawned);
+    ::close(out[0]);
+    return r;
+  }
+  if (started) started(pid);
+  char buf[65536];
+  for (;;) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(silence_limit.count())) <= 0) {
+      ADD_FAILURE() << argv[0] << " printed nothing for " << silence_limit.count() << " ms: killed";
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    r.out.append(buf, static_cast<std::size_t>(n));
+    if (on_output) on_output(r.out, pid);
+  }
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
 
 /// Inside a test host started by spawn_test_host: its liveness FIFO, token and ready fd (nullopt in any other process).
