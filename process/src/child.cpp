@@ -232,7 +232,7 @@ void child::impl::shutdown() noexcept {
   if (coalesced) {
     poller->disarm(coalesced.get());  // before the close: the poller must not poll a closed (or reused) fd
     out_fd.reset();
-    if (reading && pending_read) on_stdout(error_code(asio::error::operation_aborted), 0, std::move(pending_read));
+    if (reading && pending_read) on_stdout(error_code(asio::error::operation_aborted), 0);
   }
   out.close(ignored);
   err.close(ignored);

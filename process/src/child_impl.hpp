@@ -148,8 +148,12 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // Lines a batched read brought after its read was cancelled (by another child's handler of the same tick): the
   // next read_lines delivers them at once.
   bool held_lines = false;
-  // Reads whose lines are posted to their handler but not there yet (see stdout_pending()).
+  // Reads whose lines are posted to their handler but not there yet (see stdout_pending()); at most one: until its
+  // handler runs, a read is in progress (its lines are views into `batch`, which the next read clears).
   std::uint32_t deliveries_in_flight = 0;
+  // That read's handler, from complete_read until the function that calls it runs (see deliver_read).
+  detail::handler_t<void(error_code, line_batch)> delivering;
+  std::uint64_t deliveries_called = 0;  // tells deliver_read whether the handler ran (and threw) or was never called
   // stderr
   std::vector<char> err_buf;
   std::string err_tail;
@@ -231,8 +235,18 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // Takes the stdout pipe (spawn); grows it first (both modes).
   void adopt_stdout(detail::unique_fd fd);
   void read_lines(detail::handler_t<void(error_code, line_batch)> h);
-  void read_more(detail::handler_t<void(error_code, line_batch)> h);
-  void on_stdout(error_code ec, std::size_t n, detail::handler_t<void(error_code, line_batch)> h);
+  // Plain reads: the next async_read_some of the read whose handler is in pending_read; continue_read retries it from
+  // a post when its operation finds no memory (a read in progress must not lose its handler).
+  void read_more();
+  void continue_read();
+  // Ends or continues the read in pending_read with `n` bytes read, or `ec` (both modes).
+  void on_stdout(error_code ec, std::size_t n);
+  // pending_read, which is left empty.
+  detail::handler_t<void(error_code, line_batch)> take_pending_read() noexcept {
+    detail::handler_t<void(error_code, line_batch)> h;
+    h.swap(pending_read);
+    return h;
+  }
   // Completes a read with lines of `batch` (views into this object). The completion holds this object until the
   // handler has run, and a child destroyed before that (by a handler that ran first) gives operation_aborted and no
   // lines, as destroying a child with a read pending does. `post`: never inline (from an initiating function);
@@ -240,6 +254,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // executor, where the handler may start the next read at once: that read only arms the poller or posts, so the
   // stack does not grow.
   void complete_read(detail::handler_t<void(error_code, line_batch)> h, bool post);
+  // Calls `delivering` with the batch (see complete_read), or schedules that call.
+  void deliver_read(bool post);
   bool stdout_pending() noexcept;
 
   // ---- stdout, coalescing mode --------------------------------------------------------------------------------
@@ -248,6 +264,8 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // Runs inside the cancellation slot's handler (on the child's executor, like every call into the child).
   void cancel_coalesced(std::uint64_t id);
   void on_coalesced_ready();
+  // Arms the poller for the pending read from one of our completions (retried from a post when it finds no memory).
+  void rearm();
   // One read() per tick; a short read means the pipe is empty (no second read just to see EAGAIN). A read that fills
   // the chunk without completing a line (a long line) is followed by more: up to 16 now, then after a post.
   // `first`: the outcome of a read the poller already did into the span batched_prepare gave (bytes, 0 or -errno).

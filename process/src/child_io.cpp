@@ -67,7 +67,8 @@ void child::impl::warm_read_state(const void* p) noexcept {
 }
 
 void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
-  if (reading) return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
+  if (reading || deliveries_in_flight > 0)  // a read's handler not called yet: its lines are still in `batch`
+    return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
   if (held_lines) {  // read for the read before, which was cancelled meanwhile (see batched_complete)
     held_lines = false;
     return complete_read(std::move(h), true);
@@ -75,51 +76,73 @@ void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
   batch.clear();
   if (out_eof || shut_down)
     return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
-  reading = true;
-  if (coalesced) return read_lines_coalesced(std::move(h));
-  read_cancelled = false;
   auto slot = asio::get_associated_cancellation_slot(h);
-  if (slot.is_connected()) {
-    slot.assign([w = weak_from_this()](asio::cancellation_type) {
-      if (auto self = w.lock(); self && self->reading) {
-        self->read_cancelled = true;
-        error_code ignored;
-        self->out.cancel(ignored);
-      }
-    });
+  reading = true;
+  try {
+    if (coalesced) return read_lines_coalesced(std::move(h));
+    read_cancelled = false;
+    if (slot.is_connected()) {
+      slot.assign([w = weak_from_this()](asio::cancellation_type) {
+        if (auto self = w.lock(); self && self->reading) {
+          self->read_cancelled = true;
+          error_code ignored;
+          self->out.cancel(ignored);
+        }
+      });
+    }
+    pending_read.swap(h);  // not operator=: see read_lines_coalesced
+    read_more();
+  } catch (...) {
+    // The read never started (std::bad_alloc from its initiation): its handler goes with the exception, as with any
+    // initiating function that throws, and the next read may start. Bytes already read stay in the framer or `batch`.
+    if (reading) {
+      reading = false;
+      (void)take_pending_read();
+    }
+    if (slot.is_connected()) slot.clear();
+    throw;
   }
-  read_more(std::move(h));
 }
 
-void child::impl::read_more(handler_t<void(error_code, line_batch)> h) {
+void child::impl::read_more() {
   auto space = framer.prepare(opts.read_chunk_bytes);
   out.async_read_some(asio::buffer(space.data(), space.size()),
-                      [self = shared_from_this(), h = std::move(h)](error_code ec, std::size_t n) mutable {
-                        self->on_stdout(ec, n, std::move(h));
-                      });
+                      [self = shared_from_this()](error_code ec, std::size_t n) { self->on_stdout(ec, n); });
 }
 
-void child::impl::on_stdout(error_code ec, std::size_t n, handler_t<void(error_code, line_batch)> h) {
+void child::impl::continue_read() {
+  // Cancelled or destroyed while a retry was posted: no operation of ours is there to end with operation_aborted.
+  if (shut_down || read_cancelled) return on_stdout(error_code(asio::error::operation_aborted), 0);
+  try {
+    read_more();
+  } catch (...) {
+    // No memory for the read's operation (std::bad_alloc): try again from a post of its own, and this exception ends
+    // here; should that post find no memory either, the exception leaves run() with the read still pending.
+    asio::post(ex, [self = shared_from_this()] { self->continue_read(); });
+  }
+}
+
+void child::impl::on_stdout(error_code ec, std::size_t n) {
   framer.commit(n, [this](const line_view& l) { batch.push(l); });
   if (ec == asio::error::operation_aborted || (ec && shut_down)) {
     reading = false;
-    if (!batch.empty()) return complete_read(std::move(h), true);
-    return post_completion(std::move(h), ex, error_code(asio::error::operation_aborted), line_batch{});
+    if (!batch.empty()) return complete_read(take_pending_read(), true);
+    return post_completion(take_pending_read(), ex, error_code(asio::error::operation_aborted), line_batch{});
   }
   if (ec) {  // EOF (or an error, treated as EOF: nothing more can come)
     if (ec != asio::error::eof) log(log_level::warn, "reading the agent's stdout failed: " + ec.message());
     out_eof = true;
     framer.finish([this](const line_view& l) { batch.push(l); });
     reading = false;
-    if (!batch.empty()) return complete_read(std::move(h), true);
-    return post_completion(std::move(h), ex, error_code(asio::error::eof), line_batch{});
+    if (!batch.empty()) return complete_read(take_pending_read(), true);
+    return post_completion(take_pending_read(), ex, error_code(asio::error::eof), line_batch{});
   }
-  if (batch.empty() && !read_cancelled) return read_more(std::move(h));
+  if (batch.empty() && !read_cancelled) return continue_read();
   reading = false;
   if (batch.empty()) {  // cancelled after its bytes were read: they stay in the framer
-    return post_completion(std::move(h), ex, error_code(asio::error::operation_aborted), line_batch{});
+    return post_completion(take_pending_read(), ex, error_code(asio::error::operation_aborted), line_batch{});
   }
-  complete_read(std::move(h), true);
+  complete_read(take_pending_read(), true);
 }
 
 void child::impl::read_lines_coalesced(handler_t<void(error_code, line_batch)> h) {
@@ -143,12 +166,24 @@ void child::impl::cancel_coalesced(std::uint64_t id) {
   reading = false;
   // The batch is empty (a read completes as soon as it has a line); a partial line stays in the framer: no data is
   // lost. The slot is kept: clearing it here would destroy the function that is running.
-  post_completion_keep_slot(std::move(pending_read), ex, error_code(asio::error::operation_aborted), line_batch{});
+  post_completion_keep_slot(take_pending_read(), ex, error_code(asio::error::operation_aborted), line_batch{});
 }
 
 void child::impl::on_coalesced_ready() {
   if (!reading || !pending_read || shut_down) return;  // cancelled or destroyed since the tick saw the pipe
   read_coalesced(false);
+}
+
+void child::impl::rearm() {
+  try {
+    poller->arm(coalesced);
+  } catch (...) {
+    // No memory for the poller's timer (std::bad_alloc): look again from a post of its own, and this exception ends
+    // here; should that post find no memory either, the exception leaves run() with the read still pending.
+    asio::post(ex, [w = weak_from_this()] {
+      if (auto self = w.lock()) self->on_coalesced_ready();
+    });
+  }
 }
 
 void child::impl::frame_read(std::size_t n, std::size_t space_size) {
@@ -208,30 +243,57 @@ void child::impl::read_coalesced(bool from_initiation, long first) {
     // EOF, or an error: exactly the normal path's handling (on_stdout posts).
     const error_code ec = n == 0 ? error_code(asio::error::eof)
                                  : error_code(static_cast<int>(-n), boost::system::system_category());
-    return on_stdout(ec, 0, std::move(pending_read));
+    return on_stdout(ec, 0);
   }
   if (batch.empty()) {
-    if (!out_full) return poller->arm(coalesced);
+    if (!out_full) return from_initiation ? poller->arm(coalesced) : rearm();
     // A very long line: go on after the other handlers had their turn, without waiting for a tick.
     return asio::post(ex, [w = weak_from_this()] {
       if (auto self = w.lock()) self->on_coalesced_ready();
     });
   }
   reading = false;
-  complete_read(std::move(pending_read), from_initiation);
+  complete_read(take_pending_read(), from_initiation);
 }
 
 void child::impl::complete_read(handler_t<void(error_code, line_batch)> h, bool post) {
   asio::get_associated_cancellation_slot(h).clear();
-  const auto hex = asio::get_associated_executor(h, ex);
+  delivering.swap(h);  // not operator=: see read_lines_coalesced
   ++deliveries_in_flight;
-  auto deliver = [self = shared_from_this(), h = std::move(h), lines = batch.view()]() mutable {
-    --self->deliveries_in_flight;
-    if (self->shut_down) return std::move(h)(error_code(asio::error::operation_aborted), line_batch{});
-    std::move(h)(error_code{}, lines);
-  };
-  if (post) return asio::post(ex, [hex, d = std::move(deliver)]() mutable { asio::dispatch(hex, std::move(d)); });
-  detail::run_here_or_dispatch(hex, std::move(deliver));
+  deliver_read(post);
+}
+
+void child::impl::deliver_read(bool post) {
+  // The handler stays in `delivering` until the function that calls it runs: a post or dispatch that finds no memory
+  // (std::bad_alloc before that function ran) destroys the function, and a handler moved into it would be lost with
+  // it — a read that never completes, and a child whose stdout_pending() is true forever.
+  const std::uint64_t called_before = deliveries_called;
+  try {
+    if (post) return asio::post(ex, [self = shared_from_this()] { self->deliver_read(false); });
+    const auto hex = asio::get_associated_executor(delivering, ex);
+    detail::run_here_or_dispatch(hex, [self = shared_from_this(), lines = batch.view()] {
+      handler_t<void(error_code, line_batch)> h;
+      h.swap(self->delivering);
+      ++self->deliveries_called;
+      --self->deliveries_in_flight;
+      if (self->shut_down) return std::move(h)(error_code(asio::error::operation_aborted), line_batch{});
+      std::move(h)(error_code{}, lines);
+    });
+  } catch (...) {
+    if (deliveries_called != called_before) throw;  // the handler ran and threw: that leaves run(), as from any handler
+    // No memory to schedule the call: try again from a post of its own, and this exception ends here. Should that
+    // post find no memory either, the read gives up its handler (an initiating function throws: the operation never
+    // started) and its lines wait in `batch` for the next read.
+    try {
+      asio::post(ex, [self = shared_from_this()] { self->deliver_read(false); });
+    } catch (...) {
+      handler_t<void(error_code, line_batch)> lost;
+      lost.swap(delivering);
+      --deliveries_in_flight;
+      held_lines = true;
+      throw;
+    }
+  }
 }
 
 bool child::impl::stdout_pending() noexcept {

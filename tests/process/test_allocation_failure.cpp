@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <new>
 #include <optional>
 
@@ -212,5 +213,98 @@ TEST_F(StopUnderMemoryPressure, AStopHandlerWhoseHopFindsNoMemoryIsStillCalledOn
   EXPECT_GE(failures, 3) << "the stop allocated too little for the test to test anything";
   EXPECT_EQ(escaped, 0) << "a std::bad_alloc of the stop's completion left io_context::run_one_for()";
 }
+
+
+// Reads under memory pressure: a read whose handler is bound to a strand, with one of the k-th Asio allocations from
+// its initiation on failing (the read's operation, the post or dispatch of its completion, the strand's hop). Each
+// time the handler is called once, or async_read_lines throws and it is never called; a std::bad_alloc never leaves
+// run(); and whatever failed, every line the agent wrote reaches a handler, once and in order. Plain and coalesced.
+class ReadUnderMemoryPressure : public ::testing::TestWithParam<int> {
+ protected:
+  void TearDown() override { kill_leftovers("AGENTHOST_TEST_TOKEN=" + token); }
+  asio::io_context io;
+  std::string token = random_token();
+};
+
+TEST_P(ReadUnderMemoryPressure, EveryReadCompletesOnceOrThrowsAndNoLineIsLost) {
+  const int coalescing_us = GetParam();
+  auto spawned = child::spawn(io.get_executor(), {.executable = AGENTHOST_FAKE_AGENT,
+                                                  .args = {"ready", "read-stdin"},
+                                                  .env = {.set = {{"AGENTHOST_TEST_TOKEN", token}}},
+                                                  .read_coalescing = std::chrono::microseconds{coalescing_us},
+                                                  .containment = containment_kind::session});
+  ASSERT_TRUE(spawned) << spawned.error().message;
+  child& c = *spawned;
+  auto strand = asio::make_strand(io);
+  std::vector<std::string> got;
+  int calls = 0, escaped = 0;
+  const auto handler = [&] {
+    return asio::bind_executor(strand, [&](boost::system::error_code ec, line_batch b) {
+      ++calls;
+      EXPECT_FALSE(ec) << ec.message();
+      for (const auto& l : b) got.emplace_back(l.text);
+    });
+  };
+  const auto run_a_while = [&](const std::function<bool()>& done, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      try {
+        if (io.stopped()) io.restart();
+        io.run_one_for(std::chrono::milliseconds{10});
+      } catch (const std::bad_alloc&) {
+        ++escaped;
+      }
+    }
+    return done();
+  };
+  std::vector<std::string> want = {"ready"};
+  int failures = 0;
+  for (int k = 0; k < 20; ++k) {
+    // The agent's next line waits in the pipe before the read starts.
+    const std::string text = "line " + std::to_string(k);
+    bool written = false;
+    c.async_write_stdin(asio::buffer(text + "\n"), [&](boost::system::error_code, std::size_t) { written = true; });
+    ASSERT_TRUE(run_a_while([&] { return written; }, std::chrono::seconds{5}));
+    want.push_back("stdin: " + text);
+    ASSERT_TRUE(run_a_while([&] { return c.stdout_pending(); }, std::chrono::seconds{5}));
+    const int calls_before = calls;
+    bool threw = false;
+    t_fail_aligned_after = k;
+    try {
+      c.async_read_lines(handler());
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    run_a_while([&] { return threw || calls > calls_before; }, std::chrono::milliseconds{300});
+    const bool failed = t_fail_aligned_after == -1;
+    t_fail_aligned_after = -1;
+    io.restart();
+    io.poll();  // a second call would come now
+    EXPECT_EQ(calls - calls_before + (threw ? 1 : 0), 1)
+        << "allocation " << k << ": the handler must be called once, or async_read_lines throw (called "
+        << calls - calls_before << (threw ? ", threw)" : ")");
+    if (failed) ++failures;
+  }
+  EXPECT_GE(failures, 3) << "the reads allocated too little for the test to test anything";
+  EXPECT_EQ(escaped, 0) << "a read's std::bad_alloc left io_context::run_one_for()";
+  // The rest: every line written, whatever failed on its way.
+  c.close_stdin();
+  bool eof = false;
+  std::function<void()> read_rest = [&] {
+    c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
+      if (ec) {
+        eof = true;
+        return;
+      }
+      for (const auto& l : b) got.emplace_back(l.text);
+      read_rest();
+    });
+  };
+  read_rest();
+  ASSERT_TRUE(run_until(io, [&] { return eof; }));
+  EXPECT_EQ(got, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(PlainAndCoalesced, ReadUnderMemoryPressure, ::testing::Values(0, 2000));
 
 }  // namespace

@@ -108,6 +108,76 @@ TEST_F(ReadCoalescingTest, OneReadAtATime) {
   EXPECT_EQ(*first, asio::error::eof);
 }
 
+// A read is in progress until its handler ran, not only until its lines were read: they are views into the child's
+// buffer, which the next read clears. The first read's handler waits on a second io_context (not run yet); a read
+// started meanwhile is refused, and the first handler still gets its own line. Plain reads too.
+TEST_F(ReadCoalescingTest, AReadWhoseHandlerHasNotRunYetIsStillInProgress) {
+  for (const auto coalescing : {0us, 2000us}) {
+    auto c = spawn(options({"ready", "read-stdin"}, coalescing));
+    const auto write_line = [&](std::string_view text) {
+      bool written = false;
+      c.async_write_stdin(asio::buffer(text), [&](boost::system::error_code ec, std::size_t) {
+        EXPECT_FALSE(ec);
+        written = true;
+      });
+      ASSERT_TRUE(run_until(io, [&] { return written; }));
+    };
+    asio::io_context handler_io;
+    std::vector<std::string> first;
+    std::optional<boost::system::error_code> first_ec;
+    const auto read_first = [&](std::string_view want) {
+      first.clear();
+      first_ec.reset();
+      c.async_read_lines(asio::bind_executor(handler_io, [&](boost::system::error_code ec, line_batch b) {
+        first_ec = ec;
+        for (const auto& l : b) first.emplace_back(l.text);
+      }));
+      // Until the read took the agent's line out of the pipe and queued the handler on handler_io: nothing in the
+      // pipe, and yet output pending.
+      const auto taken = [&] { return unread_pipe_bytes(c.pid()) == 0 && c.stdout_pending(); };
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!taken() && std::chrono::steady_clock::now() < deadline) {
+        if (io.stopped()) io.restart();
+        io.run_for(1ms);
+      }
+      ASSERT_TRUE(taken()) << coalescing.count() << ": the read never took " << want;
+      io.restart();
+      io.poll();  // a plain read's completion hops through io (a post) before it reaches handler_io
+    };
+    read_first("ready");
+    handler_io.run();
+    EXPECT_EQ(first, std::vector<std::string>{"ready"});
+    write_line("x\n");
+    read_first("the echo of x");
+    std::optional<boost::system::error_code> second;
+    std::vector<std::string> second_lines;
+    c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
+      second = ec;
+      for (const auto& l : b) second_lines.emplace_back(l.text);
+    });
+    write_line("y\n");  // on the old code, the second read took it, into the buffer the first handler's lines view
+    ASSERT_TRUE(run_until(io, [&] { return second.has_value(); }));
+    EXPECT_EQ(*second, agenthost::errc::operation_in_progress) << coalescing.count();
+    EXPECT_TRUE(second_lines.empty());
+    EXPECT_FALSE(first_ec.has_value());
+    handler_io.restart();
+    handler_io.run();
+    ASSERT_TRUE(first_ec.has_value());
+    EXPECT_FALSE(*first_ec);
+    EXPECT_EQ(first, std::vector<std::string>{"stdin: x"}) << coalescing.count();
+    // Now the next read may start: it gets the agent's next line.
+    second.reset();
+    c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
+      second = ec;
+      for (const auto& l : b) second_lines.emplace_back(l.text);
+    });
+    ASSERT_TRUE(run_until(io, [&] { return second.has_value(); }));
+    EXPECT_FALSE(*second);
+    EXPECT_EQ(second_lines, std::vector<std::string>{"stdin: y"}) << coalescing.count();
+    stop(c);
+  }
+}
+
 // stdout_pending(), which a watchdog asks before it calls an agent silent: false while the agent waits; true once its
 // line is in the pipe and no read took it; false again when a read handed it over, and at the end. Plain reads too.
 TEST_F(ReadCoalescingTest, StdoutPendingSeesALineNoReadHandedOver) {

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,6 +248,25 @@ inline test_host spawn_test_host(const std::string& gtest_filter, const std::str
   }
   ::close(ready_pipe[0]);
   return h;
+}
+
+/// Bytes waiting in the pipe that is process `pid`'s stdout, as this process (its reader) sees them: the descriptor of
+/// this process on the same pipe, then FIONREAD. -1 when there is none (no such process, stdout not a pipe, or no
+/// descriptor of ours on it). For tests that must know that a read took a line out of the pipe.
+inline int unread_pipe_bytes(int pid) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto theirs = fs::read_symlink("/proc/" + std::to_string(pid) + "/fd/1", ec);
+  if (ec || theirs.string().rfind("pipe:", 0) != 0) return -1;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code link_ec;
+    if (fs::read_symlink(e.path(), link_ec) != theirs || link_ec) continue;
+    const int fd = std::atoi(e.path().filename().c_str());
+    int n = 0;
+    // Our write end of the same pipe (if we kept one) would answer too, with the same count.
+    if (::ioctl(fd, FIONREAD, &n) == 0) return n;
+  }
+  return -1;
 }
 
 /// How a program run by run_program ended, and what it printed on stdout.

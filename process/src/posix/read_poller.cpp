@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <new>
 
 namespace agenthost::process::detail {
 
@@ -35,20 +36,39 @@ void read_poller::shutdown() {
 void read_poller::arm(const std::shared_ptr<poll_source>& s) {
   std::lock_guard lock(mutex_);
   if (shut_down_) return;
-  if (!s->armed) {
-    s->armed = true;
+  const bool added = !s->armed;
+  if (added) {
     armed_.push_back(s);
+    s->armed = true;
   }
-  if (!ticking_) {
-    ticking_ = true;
-    tick_interval_ = s->interval;
-    start_timer_locked(clock_type::now() + s->interval);
-  } else if (s->interval < tick_interval_ && clock_type::now() + s->interval < deadline_) {
-    // A child with a shorter interval than the running tick: bring the tick forward. (With an interval no shorter, the
-    // running tick is due within it already: no clock read on this path, which every read of every child takes.)
-    tick_interval_ = s->interval;
-    start_timer_locked(clock_type::now() + s->interval);
+  try {
+    if (!ticking_) {
+      start_timer_locked(clock_type::now() + s->interval);
+      ticking_ = true;
+      tick_interval_ = s->interval;
+    } else if (s->interval < tick_interval_ && clock_type::now() + s->interval < deadline_) {
+      // A child with a shorter interval than the running tick: bring the tick forward. (With an interval no shorter,
+      // the running tick is due within it already: no clock read on this path, which every read of every child takes.)
+      start_timer_locked(clock_type::now() + s->interval);
+      tick_interval_ = s->interval;
+    }
+  } catch (...) {
+    // No memory for the timer's wait (std::bad_alloc): no tick is pending now (bringing it forward cancelled the one
+    // that was), so the next arm starts one; this source is not left armed for it, and the caller's read fails.
+    ticking_ = false;
+    if (added) {
+      armed_.pop_back();
+      s->armed = false;
+    }
+    throw;
   }
+}
+
+void read_poller::restart_ticks() {
+  std::lock_guard lock(mutex_);
+  if (ticking_ || shut_down_ || armed_.empty()) return;
+  start_timer_locked(clock_type::now() + tick_interval_);
+  ticking_ = true;
 }
 
 void read_poller::disarm(const poll_source* s) {
@@ -82,6 +102,7 @@ void read_poller::start_timer_locked(clock_type::time_point when) {
 
 void read_poller::on_tick() {
   std::vector<std::shared_ptr<poll_source>> ready;
+  bool rescheduled = true;
   {
     std::lock_guard lock(mutex_);
     if (shut_down_) return;
@@ -90,12 +111,19 @@ void read_poller::on_tick() {
       return;
     }
     // poll() under the mutex: disarm() (which a child calls before closing its fd) then cannot race with it. The
-    // timeout is 0, so the mutex is held for one system call.
-    std::vector<pollfd> fds(armed_.size());
-    for (std::size_t i = 0; i < armed_.size(); ++i) fds[i] = {armed_[i]->fd, POLLIN, 0};
-    int n;
-    do n = ::poll(fds.data(), fds.size(), 0);
-    while (n < 0 && errno == EINTR);
+    // timeout is 0, so the mutex is held for one system call. Both vectors are allocated before the armed set changes:
+    // a tick that finds no memory leaves it as it was, for the next tick.
+    std::vector<pollfd> fds;
+    int n = 0;
+    try {
+      fds.resize(armed_.size());
+      ready.reserve(armed_.size());
+      for (std::size_t i = 0; i < armed_.size(); ++i) fds[i] = {armed_[i]->fd, POLLIN, 0};
+      do n = ::poll(fds.data(), fds.size(), 0);
+      while (n < 0 && errno == EINTR);
+    } catch (const std::bad_alloc&) {
+      n = 0;
+    }
     if (n > 0) {
       // Ready sources leave the armed set: one arm, one on_ready. Hang-ups and errors count as ready (the read
       // reports them, as in the normal path).
@@ -116,7 +144,12 @@ void read_poller::on_tick() {
     for (const auto& r : ready) interval = std::min(interval, r->interval);
     const auto now = clock_type::now();
     tick_interval_ = interval;
-    start_timer_locked(std::max(deadline_ + interval, now));
+    try {
+      start_timer_locked(std::max(deadline_ + interval, now));
+    } catch (const std::bad_alloc&) {
+      ticking_ = false;  // tried again once the ready ones are served (they may start it again by arming)
+      rescheduled = false;
+    }
   }
   // Outside the mutex: on_ready arms again (and may complete a user handler that spawns, destroys or reads).
   // The children this thread runs (the one-thread io_context case) are read here, all in one batch: every
@@ -174,6 +207,9 @@ void read_poller::on_tick() {
       throw;
     }
   }
+  // The next tick could not be scheduled above (no memory) and no on_ready armed since: the sources still armed wait
+  // for one. Should this find no memory either, the exception leaves run(), and the next arm() starts the ticks.
+  if (!rescheduled) restart_ticks();
 }
 
 void read_poller::post_on_ready(const std::vector<std::shared_ptr<poll_source>>& ready, std::size_t from) {

@@ -101,6 +101,8 @@ class read_poller final : public boost::asio::execution_context::service {
   void shutdown() override;
   void start_timer_locked(std::chrono::steady_clock::time_point when);
   void on_tick();
+  // Starts the ticks if they are stopped while sources are armed (a tick whose timer found no memory).
+  void restart_ticks();
   // After a user handler threw out of the tick: on_ready of ready[from..] is posted, not lost.
   static void post_on_ready(const std::vector<std::shared_ptr<poll_source>>& ready, std::size_t from);
 
