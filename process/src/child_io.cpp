@@ -274,6 +274,8 @@ void child::impl::deliver_read(bool post) {
     detail::run_here_or_dispatch(hex, [self = shared_from_this(), lines = batch.view()] {
       handler_t<void(error_code, line_batch)> h;
       h.swap(self->delivering);
+      // A retry's call after all: a strand can queue a function and then find no memory to schedule itself.
+      if (!h) return;
       ++self->deliveries_called;
       --self->deliveries_in_flight;
       if (self->shut_down) return std::move(h)(error_code(asio::error::operation_aborted), line_batch{});
