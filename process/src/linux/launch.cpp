@@ -157,25 +157,31 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
 
   // Pipes: the parent's ends are close-on-exec and non-blocking; the child's ends are moved above 2 (see
   // move_above_stdio) and are closed here right after the spawn, so EOF arrives when the tree is gone.
+  // A host out of descriptors (EMFILE/ENFILE) fails here: the error names the agent and what the descriptor was for.
+  const auto no_descriptor = [&](const std::string& what) {
+    return os_error("spawning '" + exe->string() + "': " + what, errno);
+  };
   int p[2];
   unique_fd out_r, out_w, err_r, err_w, in_parent, in_child, ctl_parent, ctl_child;
-  if (::pipe2(p, O_CLOEXEC) != 0) return os_error("pipe2", errno);
+  if (::pipe2(p, O_CLOEXEC) != 0) return no_descriptor("creating the stdout pipe (pipe2)");
   out_r.reset(p[0]);
   out_w.reset(p[1]);
-  if (::pipe2(p, O_CLOEXEC) != 0) return os_error("pipe2", errno);
+  if (::pipe2(p, O_CLOEXEC) != 0) return no_descriptor("creating the stderr pipe (pipe2)");
   err_r.reset(p[0]);
   err_w.reset(p[1]);
   if (options.stdin_mode == stdin_kind::pipe) {
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0) return os_error("socketpair", errno);
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0)
+      return no_descriptor("creating the stdin socket (socketpair)");
     in_parent.reset(p[0]);
     in_child.reset(p[1]);
     ::shutdown(in_child.get(), SHUT_WR);  // the agent's stdin is read-only
   } else {
     in_child.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!in_child) return os_error("open /dev/null", errno);
+    if (!in_child) return no_descriptor("opening /dev/null for stdin");
   }
   if (mode == containment_kind::reaper) {
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) != 0) return os_error("socketpair", errno);
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) != 0)
+      return no_descriptor("creating the reaper's control socket (socketpair)");
     ctl_parent.reset(p[0]);
     ctl_child.reset(p[1]);
   }
@@ -184,7 +190,7 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
   in_child = move_above_stdio(std::move(in_child));
   if (ctl_child) ctl_child = move_above_stdio(std::move(ctl_child));
   if (!out_w || !err_w || !in_child || (mode == containment_kind::reaper && !ctl_child))
-    return os_error("fcntl(F_DUPFD_CLOEXEC)", errno);
+    return no_descriptor("moving the agent's descriptors above 2 (fcntl F_DUPFD_CLOEXEC)");
 
   spawn_request req;
   const std::string argv0 = options.argv0.value_or(options.executable.string());
@@ -269,7 +275,7 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
   const bool adopt = !via_server && mode == containment_kind::reaper && adopt_spawn_supported();
   if (adopt) {
     unique_fd devnull = move_above_stdio(unique_fd{::open("/dev/null", O_RDWR | O_CLOEXEC)});
-    if (!devnull) return os_error("open /dev/null", errno);
+    if (!devnull) return no_descriptor("opening /dev/null for agenthost-reaper");
     req.executable = *exe;
     req.working_directory = options.working_directory;
     req.fd3 = ctl_child.get();
@@ -351,7 +357,8 @@ boost::system::result<launched_tree, spawn_error> launch_tree(const spawn_option
         ::kill(*pid, SIGKILL);
         ::waitpid(*pid, &st, 0);
       }
-      return os_error("pidfd_open (Linux >= 5.3 required)", e);
+      return os_error("spawning '" + exe->string() + "': " +
+                          (e == ENOSYS ? "pidfd_open (Linux >= 5.3 required)" : "pidfd_open"), e);
     }
     if (agent_pid < 0) agent_pid = *pid;
     if (mode == containment_kind::reaper && !adopt) {
