@@ -93,7 +93,10 @@ class child {
   ///   output (up to one interval later), not as soon as the agent writes.
   /// Per-operation cancellation: terminal, partial, total — the read completes with operation_aborted; no data is
   ///   lost (the next read continues where this one stopped). The process is not affected.
-  /// One read at a time (errc::operation_in_progress otherwise).
+  /// One read at a time (errc::operation_in_progress otherwise): a read is in progress until its handler has been
+  ///   called, also when its lines wait for a handler bound to another executor.
+  /// Memory: a std::bad_alloc from the initiation means the read never started (its handler is not called, the next
+  ///   read may start, and no line is lost); one inside the read's completion is retried, not a lost handler.
   template <class CompletionToken = boost::asio::deferred_t>
   auto async_read_lines(CompletionToken&& token = {}) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, line_batch)>(
