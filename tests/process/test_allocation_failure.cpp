@@ -289,19 +289,9 @@ TEST_P(ReadUnderMemoryPressure, EveryReadCompletesOnceOrThrowsAndNoLineIsLost) {
   EXPECT_EQ(escaped, 0) << "a read's std::bad_alloc left io_context::run_one_for()";
   // The rest: every line written, whatever failed on its way.
   c.close_stdin();
-  bool eof = false;
-  std::function<void()> read_rest = [&] {
-    c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
-      if (ec) {
-        eof = true;
-        return;
-      }
-      for (const auto& l : b) got.emplace_back(l.text);
-      read_rest();
-    });
-  };
-  read_rest();
-  ASSERT_TRUE(run_until(io, [&] { return eof; }));
+  ASSERT_TRUE(read_to_end(io, c, [&](line_batch b) {
+    for (const auto& l : b) got.emplace_back(l.text);
+  }));
   EXPECT_EQ(got, want);
 }
 

@@ -344,20 +344,11 @@ TEST_P(ChildTest, SlowConsumerBlocksTheAgentInsteadOfGrowingMemory) {
   c.async_wait([&](boost::system::error_code, exit_status s) { st = s; });
   io.run_for(std::chrono::milliseconds(300));
   EXPECT_FALSE(st.has_value()) << "the agent wrote 100 MB although nobody read: output was buffered somewhere";
-  bool eof = false;
-  std::function<void()> next = [&] {
-    c.async_read_lines([&](boost::system::error_code ec, line_batch b) {
-      if (ec) {
-        eof = true;
-        return;
-      }
-      for (const auto& l : b) EXPECT_EQ(l.total_bytes, 1000u);
-      lines += b.size();
-      next();
-    });
-  };
-  next();
-  ASSERT_TRUE(run_until(io, [&] { return eof && st.has_value(); }, 60s));
+  ASSERT_TRUE(read_to_end(io, c, [&](line_batch b) {
+    for (const auto& l : b) EXPECT_EQ(l.total_bytes, 1000u);
+    lines += b.size();
+  }, 60s));
+  ASSERT_TRUE(run_until(io, [&] { return st.has_value(); }));
   EXPECT_EQ(lines, 100000u);
   EXPECT_TRUE(st->success());
   stop(c);

@@ -206,6 +206,26 @@ inline bool read_until_line(asio::io_context& io, process::child& c, std::string
   return run_until(io, [&] { return found || eof; }, timeout) && found;
 }
 
+/// Reads `c` until its stdout ends (or a read fails), passing each read's lines to `on_batch`; runs `io` for up to
+/// `timeout` and returns whether the end came.
+inline bool read_to_end(asio::io_context& io, process::child& c,
+                        const std::function<void(process::line_batch)>& on_batch,
+                        std::chrono::milliseconds timeout = 20s) {
+  bool ended = false;
+  std::function<void()> next = [&] {
+    c.async_read_lines([&](boost::system::error_code ec, process::line_batch b) {
+      if (ec) {
+        ended = true;
+        return;
+      }
+      on_batch(b);
+      next();
+    });
+  };
+  next();
+  return run_until(io, [&] { return ended; }, timeout);
+}
+
 /// This test binary re-executed as a test host that runs only the test `gtest_filter` (posix_spawn: no fork of this
 /// process; its stdout to /dev/null), with AGENTHOST_HOST_DEATH_FIFO=`fifo`, AGENTHOST_HOST_DEATH_TOKEN=`token` and
 /// AGENTHOST_HOST_DEATH_READY_FD=10, a pipe it writes to once its agent trees run. `pid` is 0 when it could not be
