@@ -148,10 +148,9 @@ struct child::impl : std::enable_shared_from_this<impl> {
   // Lines a batched read brought after its read was cancelled (by another child's handler of the same tick): the
   // next read_lines delivers them at once.
   bool held_lines = false;
-  // Reads whose lines are posted to their handler but not there yet (see stdout_pending()); at most one: until its
-  // handler runs, a read is in progress (its lines are views into `batch`, which the next read clears).
-  std::uint32_t deliveries_in_flight = 0;
-  // That read's handler, from complete_read until the function that calls it runs (see deliver_read).
+  // The handler of a read whose lines are on their way to it, from complete_read until the function that calls it runs
+  // (see deliver_read); empty otherwise. Until then the read is in progress (its lines are views into `batch`, which
+  // the next read clears), and stdout_pending() counts them.
   detail::handler_t<void(error_code, line_batch)> delivering;
   std::uint64_t deliveries_called = 0;  // tells deliver_read whether the handler ran (and threw) or was never called
   // stderr

@@ -67,7 +67,7 @@ void child::impl::warm_read_state(const void* p) noexcept {
 }
 
 void child::impl::read_lines(handler_t<void(error_code, line_batch)> h) {
-  if (reading || deliveries_in_flight > 0)  // a read's handler not called yet: its lines are still in `batch`
+  if (reading || delivering)  // a read's handler not called yet: its lines are still in `batch`
     return post_completion(std::move(h), ex, make_error_code(errc::operation_in_progress), line_batch{});
   if (held_lines) {  // read for the read before, which was cancelled meanwhile (see batched_complete)
     held_lines = false;
@@ -259,7 +259,6 @@ void child::impl::read_coalesced(bool from_initiation, long first) {
 void child::impl::complete_read(handler_t<void(error_code, line_batch)> h, bool post) {
   asio::get_associated_cancellation_slot(h).clear();
   delivering.swap(h);  // not operator=: see read_lines_coalesced
-  ++deliveries_in_flight;
   deliver_read(post);
 }
 
@@ -277,7 +276,6 @@ void child::impl::deliver_read(bool post) {
       // A retry's call after all: a strand can queue a function and then find no memory to schedule itself.
       if (!h) return;
       ++self->deliveries_called;
-      --self->deliveries_in_flight;
       if (self->shut_down) return std::move(h)(error_code(asio::error::operation_aborted), line_batch{});
       std::move(h)(error_code{}, lines);
     });
@@ -291,7 +289,6 @@ void child::impl::deliver_read(bool post) {
     } catch (...) {
       handler_t<void(error_code, line_batch)> lost;
       lost.swap(delivering);
-      --deliveries_in_flight;
       held_lines = true;
       throw;
     }
@@ -301,7 +298,7 @@ void child::impl::deliver_read(bool post) {
 bool child::impl::stdout_pending() noexcept {
   // Lines on their way to a handler, or held for the next read: the thread was busy, not the agent silent. Lines the
   // framer cut from bytes already read are always in one of these; what it keeps is a partial line, which is no line.
-  if (deliveries_in_flight > 0 || held_lines) return true;
+  if (delivering || held_lines) return true;
   if (out_eof || shut_down) return false;
   // Bytes in the pipe: the coalescing poller's next tick, or (plain reads) the reactor's next turn, will read them.
   const int fd = coalesced ? out_fd.get() : out.native_handle();
