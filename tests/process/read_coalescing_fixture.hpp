@@ -85,6 +85,13 @@ class ReadCoalescingTest : public ::testing::Test {
     return std::move(*c);
   }
 
+  // Writes `text` to `c`'s stdin and runs io until the write completed; true when it did, without error.
+  bool write_stdin(child& c, std::string_view text) {
+    std::optional<boost::system::error_code> result;
+    c.async_write_stdin(asio::buffer(text), [&](boost::system::error_code ec, std::size_t) { result = ec; });
+    return run_until(io, [&] { return result.has_value(); }) && !*result;
+  }
+
   // Waits, up to `deadline`, until `c` has output that no read took (stdout_pending); true when it has.
   static bool wait_for_unread_output(child& c, std::chrono::steady_clock::time_point deadline) {
     while (!c.stdout_pending() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);

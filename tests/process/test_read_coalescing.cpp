@@ -114,14 +114,6 @@ TEST_F(ReadCoalescingTest, OneReadAtATime) {
 TEST_F(ReadCoalescingTest, AReadWhoseHandlerHasNotRunYetIsStillInProgress) {
   for (const auto coalescing : {0us, 2000us}) {
     auto c = spawn(options({"ready", "read-stdin"}, coalescing));
-    const auto write_line = [&](std::string_view text) {
-      bool written = false;
-      c.async_write_stdin(asio::buffer(text), [&](boost::system::error_code ec, std::size_t) {
-        EXPECT_FALSE(ec);
-        written = true;
-      });
-      ASSERT_TRUE(run_until(io, [&] { return written; }));
-    };
     asio::io_context handler_io;
     std::vector<std::string> first;
     std::optional<boost::system::error_code> first_ec;
@@ -147,7 +139,7 @@ TEST_F(ReadCoalescingTest, AReadWhoseHandlerHasNotRunYetIsStillInProgress) {
     read_first("ready");
     handler_io.run();
     EXPECT_EQ(first, std::vector<std::string>{"ready"});
-    write_line("x\n");
+    ASSERT_TRUE(write_stdin(c, "x\n"));
     read_first("the echo of x");
     std::optional<boost::system::error_code> second;
     std::vector<std::string> second_lines;
@@ -155,7 +147,8 @@ TEST_F(ReadCoalescingTest, AReadWhoseHandlerHasNotRunYetIsStillInProgress) {
       second = ec;
       for (const auto& l : b) second_lines.emplace_back(l.text);
     });
-    write_line("y\n");  // on the old code, the second read took it, into the buffer the first handler's lines view
+    // On the old code the second read took this line, into the buffer that the first handler's lines view.
+    ASSERT_TRUE(write_stdin(c, "y\n"));
     ASSERT_TRUE(run_until(io, [&] { return second.has_value(); }));
     EXPECT_EQ(*second, agenthost::errc::operation_in_progress) << coalescing.count();
     EXPECT_TRUE(second_lines.empty());
@@ -198,12 +191,7 @@ TEST_F(ReadCoalescingTest, StdoutPendingSeesALineNoReadHandedOver) {
     read_once();
     EXPECT_EQ(got, std::vector<std::string>{"ready"});
     EXPECT_FALSE(c.stdout_pending()) << coalescing.count();  // the agent waits for its stdin
-    bool written = false;
-    c.async_write_stdin(asio::buffer(std::string_view("x\n")), [&](boost::system::error_code ec, std::size_t) {
-      EXPECT_FALSE(ec);
-      written = true;
-    });
-    ASSERT_TRUE(run_until(io, [&] { return written; }));
+    ASSERT_TRUE(write_stdin(c, "x\n"));
     // The echo comes when the agent runs; with no read pending it stays in the pipe.
     EXPECT_TRUE(wait_for_unread_output(c, std::chrono::steady_clock::now() + 10s)) << coalescing.count();
     read_once();
