@@ -2,6 +2,7 @@
 #include "child_impl.hpp"
 
 #include "detail/reaper_protocol.hpp"
+#include "linux/late_reaper.hpp"
 #include "linux/launch.hpp"
 
 #include <fcntl.h>
@@ -59,6 +60,19 @@ void child::impl::watch_direct_child() {
   });
 }
 
+void child::impl::rewatch_direct_child() {
+  if (!poll_readable(direct_pidfd.get(), std::chrono::milliseconds{0})) {
+    watch_direct_child();
+    return;
+  }
+  reap_retry_timer.expires_after(reap_retry_delay);
+  reap_retry_delay = std::min(reap_retry_delay * 2, std::chrono::milliseconds{100});
+  reap_retry_timer.async_wait([self = shared_from_this()](error_code ec) {
+    if (ec) return;
+    self->on_direct_child_exit();
+  });
+}
+
 std::optional<exit_status> child::impl::reap_direct() {
   if (!direct_is_child && !poll_readable(direct_pidfd.get(), std::chrono::milliseconds{0})) return std::nullopt;
   return try_reap(direct_pidfd.get());
@@ -80,8 +94,8 @@ void child::impl::on_direct_child_exit(bool from_watch) {
   // look them up by it (later sweeps find them by pid and start time, and through them the session).
   if (mode == containment_kind::session) record_session_before_reap();
   auto status = reap_direct();
-  if (!status) {  // spurious wakeup
-    if (from_watch) watch_direct_child();
+  if (!status) {  // a spurious wake-up, or a tracer holds the dead child
+    if (from_watch) rewatch_direct_child();
     return;
   }
   direct_reaped = true;
@@ -202,8 +216,9 @@ void child::impl::shutdown() noexcept {
         if (!poll_readable(direct_pidfd.get(), left())) {
           host_side_kill_sweep();
           detail::pidfd_send_signal(direct_pidfd.get(), SIGKILL);
-          poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500});
         }
+        // Dead is not yet reapable while a tracer holds it (see late_reaper.hpp): that is waited for too.
+        detail::wait_reapable(direct_pidfd.get(), std::chrono::milliseconds{500});
         if (reap_direct()) {
           direct_reaped = true;
           // Its "empty" says the tree went with it. Without one it died (maybe before our "kill", unnoticed yet).
@@ -220,15 +235,22 @@ void child::impl::shutdown() noexcept {
       }
       // Out of time with the leader SIGKILLed but not reaped (a destroy_timeout of a few ms, or none): it dies at
       // once, and only we can reap it — not waiting for it now would leave a zombie for the host's lifetime.
-      if (!direct_reaped && poll_readable(direct_pidfd.get(), std::chrono::milliseconds{500})) reap_leader();
+      if (!direct_reaped && detail::wait_reapable(direct_pidfd.get(), std::chrono::milliseconds{500})) reap_leader();
     }
   } catch (...) {
     // scan_members allocates; nothing here may escape a destructor.
   }
   tree_gone = tree_gone || direct_reaped;
-  if (direct_reaped) direct_pidfd.reset();  // pending handlers may keep the impl alive a little longer: not the fd
+  if (direct_reaped) {
+    direct_pidfd.reset();  // pending handlers may keep the impl alive a little longer: not the fd
+  } else if (direct_is_child) {
+    // Killed but still running after the bound (stuck in the kernel), or dead and held by a tracer: reaped when it
+    // can be, by the late reaper, instead of staying a zombie for the host's lifetime.
+    detail::reap_later(std::move(direct_pidfd));
+  }
   error_code ignored;
   stop_timer.cancel();
+  reap_retry_timer.cancel();
   if (coalesced) {
     poller->disarm(coalesced.get());  // before the close: the poller must not poll a closed (or reused) fd
     out_fd.reset();

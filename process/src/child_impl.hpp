@@ -125,6 +125,11 @@ struct child::impl : std::enable_shared_from_this<impl> {
   boost::asio::local::stream_protocol::socket in;     // a socket, not a pipe: send() uses MSG_NOSIGNAL, so no SIGPIPE
   boost::asio::posix::stream_descriptor control;      // reaper mode: SOCK_SEQPACKET
   boost::asio::steady_timer stop_timer;
+  // The direct child exited but a tracer still holds it (not reapable yet): the watch looks again after this timer,
+  // at growing intervals, instead of re-arming on a pidfd that stays readable (a busy loop for as long as the tracer
+  // holds on).
+  boost::asio::steady_timer reap_retry_timer;
+  std::chrono::milliseconds reap_retry_delay{1};
 
   // stdout
   line_framer framer;
@@ -198,6 +203,7 @@ struct child::impl : std::enable_shared_from_this<impl> {
         in(ex),
         control(ex),
         stop_timer(ex),
+        reap_retry_timer(ex),
         framer(opts.max_line_bytes, opts.oversize_head_bytes) {}
 
   void log(log_level l, const std::string& m) const { opts.log.log(l, m); }
@@ -209,6 +215,9 @@ struct child::impl : std::enable_shared_from_this<impl> {
   void append_stderr(std::string_view s);
   std::string stderr_tail() const;
   void watch_direct_child();
+  // The watch woke up but the direct child could not be reaped: re-arm it while the child runs (a spurious wake-up),
+  // else look again after reap_retry_timer.
+  void rewatch_direct_child();
   // The direct child's status once it exited. A reaper forked by the spawn server is not our child: waitid() would
   // report ECHILD at once, so its pidfd's readability says whether it exited (status unknown_status; its "exit" and
   // "empty" messages carry what matters).
