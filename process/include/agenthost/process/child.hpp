@@ -20,7 +20,9 @@
 //
 // Lifetime: the object may be destroyed while operations are pending; they then complete with
 // asio::error::operation_aborted. Destroying a running child kills its tree synchronously, bounded by
-// spawn_options::destroy_timeout — it never blocks without limit.
+// spawn_options::destroy_timeout — it never blocks without limit. A process of ours that could not be reaped within
+// that bound (killed but still in the kernel, or dead and held by a tracer such as a debugger or strace) is reaped
+// later by one background thread per host process, started on first need: no zombie stays for the host's lifetime.
 #pragma once
 
 #include <agenthost/process/error.hpp>
@@ -62,7 +64,8 @@ class child {
   child& operator=(child&&) noexcept;
   child(const child&) = delete;
   child& operator=(const child&) = delete;
-  /// Kills the tree synchronously if it still runs (bounded by destroy_timeout); pending operations are aborted.
+  /// Kills the tree synchronously if it still runs (bounded by destroy_timeout; what cannot be reaped by then is reaped
+  /// later, see "Lifetime" above); pending operations are aborted.
   ~child();
 
   [[nodiscard]] executor_type get_executor() const noexcept;
