@@ -30,16 +30,8 @@ using namespace agenthost::test;
 namespace {
 
 int parent_of(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 2));
-  char state = 0;
-  int ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
+  const auto p = read_proc_stat(pid);
+  return p ? static_cast<int>(p->ppid) : -1;
 }
 
 std::string cmdline(int pid) {

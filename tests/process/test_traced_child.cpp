@@ -20,13 +20,6 @@ using namespace agenthost::test;
 
 namespace {
 
-// /proc/<pid>/stat's state and parent, or nullopt once the pid is gone (reaped).
-std::optional<proc_stat> stat_of(int pid) {
-  for (const auto& p : all_processes())
-    if (p.pid == pid) return p;
-  return std::nullopt;
-}
-
 // A process of ours that PTRACE_SEIZEs `target` and holds it until release(): a tracee that dies is then reported to
 // the tracer, not to its parent, until the tracer exits (which hands the dead tracee back to its parent).
 class tracer {
@@ -72,7 +65,7 @@ class tracer {
 // The process the host waits on: the agent itself in session mode, its reaper (the agent's parent) in reaper mode.
 int direct_child_of(const child& c, containment_kind mode) {
   if (mode == containment_kind::session) return c.pid();
-  const auto agent = stat_of(c.pid());
+  const auto agent = read_proc_stat(c.pid());
   return agent ? static_cast<int>(agent->ppid) : -1;
 }
 
@@ -109,12 +102,12 @@ TEST_P(TracedChild, ADestroyedChildHeldByATracerIsReapedOnceTheTracerLetsGo) {
   ASSERT_EQ(holder.error(), 0) << std::strerror(holder.error());
   c.reset();
   // The destructor gave up: the child is dead, and ours to reap, but held.
-  const auto held = stat_of(direct);
+  const auto held = read_proc_stat(direct);
   ASSERT_TRUE(held.has_value()) << "reaped although the tracer holds it: the scenario did not happen";
   EXPECT_EQ(held->state, 'Z');
   EXPECT_EQ(held->ppid, ::getpid());
   holder.release();
-  EXPECT_TRUE(run_until(io, [&] { return !stat_of(direct).has_value(); }, 10s))
+  EXPECT_TRUE(run_until(io, [&] { return !read_proc_stat(direct).has_value(); }, 10s))
       << "the dead child stayed our zombie after the tracer let go";
   EXPECT_EQ(zombie_children(), 0);
 }
@@ -132,7 +125,7 @@ TEST_P(TracedChild, AnExitHeldByATracerIsWaitedForWithoutSpinning) {
   c.async_wait([&](boost::system::error_code ec, exit_status) { waited = ec; });
   ASSERT_EQ(::kill(direct, SIGKILL), 0);
   ASSERT_TRUE(run_until(io, [&] {
-    const auto s = stat_of(direct);
+    const auto s = read_proc_stat(direct);
     return s && s->state == 'Z';
   }, 10s));
   // Held: 300 ms of the io_context's time. A watch re-armed on the readable pidfd would use all of it.
@@ -150,7 +143,7 @@ TEST_P(TracedChild, AnExitHeldByATracerIsWaitedForWithoutSpinning) {
   const long used = cpu_us(after) - cpu_us(before);
   EXPECT_LT(used, 150000) << "the io_context spun while the tracer held the child: " << used << " µs of CPU in 300 ms";
   holder.release();
-  ASSERT_TRUE(run_until(io, [&] { return !stat_of(direct).has_value(); }, 10s)) << "never reaped";
+  ASSERT_TRUE(run_until(io, [&] { return !read_proc_stat(direct).has_value(); }, 10s)) << "never reaped";
   if (GetParam() == containment_kind::session) {
     ASSERT_TRUE(run_until(io, [&] { return waited.has_value(); }, 10s));
     EXPECT_FALSE(*waited) << waited->message();

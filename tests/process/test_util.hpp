@@ -105,6 +105,19 @@ struct proc_stat {
   long ppid = 0;
 };
 
+/// /proc/<pid>/stat's state and parent, or nullopt when there is no such process (gone, or reaped).
+inline std::optional<proc_stat> read_proc_stat(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 2));
+  proc_stat p{.pid = pid};
+  rest >> p.state >> p.ppid;
+  return p;
+}
+
 /// Every process in /proc (zombies included).
 inline std::vector<proc_stat> all_processes() {
   std::vector<proc_stat> out;
@@ -114,15 +127,7 @@ inline std::vector<proc_stat> all_processes() {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    proc_stat p{.pid = static_cast<int>(pid)};
-    rest >> p.state >> p.ppid;
-    out.push_back(p);
+    if (const auto p = read_proc_stat(static_cast<int>(pid))) out.push_back(*p);
   }
   ::closedir(d);
   return out;
